@@ -1,0 +1,52 @@
+# uprev — build, test and demo.
+
+BIN := $(CURDIR)/bin
+K8S_ASSETS := $(BIN)/k8s
+CONTROLLER_GEN := $(BIN)/controller-gen
+CONTROLLER_GEN_VERSION := v0.23.0
+export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
+
+.PHONY: all build test bench lint generate manifests demo controlplane e2e
+
+all: build
+
+## build: compile the manager binary into bin/uprev.
+build:
+	go build -o $(BIN)/uprev .
+
+## controlplane: build kube-apiserver and etcd from the Go module proxy (only when missing).
+controlplane: $(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd
+
+$(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd:
+	test/controlplane/build.sh $(K8S_ASSETS)
+
+## test: every test, race detector on, against real control planes.
+test: controlplane
+	go vet ./...
+	go test -race -timeout 30m ./...
+
+## bench: the benchmarks whose figures are in docs/benchmarks.md.
+bench: controlplane
+	go test -run '^$$' -bench . -benchmem -benchtime 3x -timeout 60m ./...
+
+## lint: formatting and vet.
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	go vet ./...
+	cd test/controlplane && go vet ./...
+
+$(CONTROLLER_GEN):
+	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+## generate: deepcopy functions for api/.
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+## manifests: CRDs (uprev's and Flux's image kinds) and RBAC.
+manifests: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) crd paths=./api/... paths=github.com/fluxcd/image-reflector-controller/api/v1 output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=uprev-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+
+## demo: a real control plane, registry and Git server; watch a tag push move a policy.
+demo: controlplane
+	go run ./test/demo

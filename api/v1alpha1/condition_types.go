@@ -1,0 +1,27 @@
+package v1alpha1
+
+// Reasons of the Ready, Reconciling and Stalled conditions of uprev's kinds.
+const (
+	// SucceededReason: the last run did what it should.
+	SucceededReason = "Succeeded"
+	// ProgressingReason: a run is under way.
+	ProgressingReason = "Progressing"
+	// InvalidSpecReason: the spec cannot work as written.
+	InvalidSpecReason = "InvalidSpec"
+	// SecretNotFoundReason: a referenced Secret is missing or lacks a key.
+	SecretNotFoundReason = "SecretNotFound"
+	// AuthenticationFailedReason: the credentials were refused.
+	AuthenticationFailedReason = "AuthenticationFailed"
+	// GitOperationFailedReason: a fetch, commit or push failed.
+	GitOperationFailedReason = "GitOperationFailed"
+	// UpdateFailedReason: files could not be rewritten.
+	UpdateFailedReason = "UpdateFailed"
+	// BuildFailedReason: the manifests could not be built.
+	BuildFailedReason = "BuildFailed"
+	// ApplyFailedReason: a target refused the revision.
+	ApplyFailedReason = "ApplyFailed"
+	// HealthCheckFailedReason: applied objects did not become healthy in time.
+	HealthCheckFailedReason = "HealthCheckFailed"
+	// RolloutInProgressReason: later waves wait for earlier ones.
+	RolloutInProgressReason = "RolloutInProgress"
+)

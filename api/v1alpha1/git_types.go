@@ -1,0 +1,53 @@
+package v1alpha1
+
+import (
+	"github.com/fluxcd/pkg/apis/meta"
+)
+
+// GitSource says which Git repository and revision to read, and how to
+// authenticate.
+type GitSource struct {
+	// URL of the repository: https://, http:// (in-house mirrors) or ssh://.
+	// +kubebuilder:validation:Pattern="^(http|https|ssh)://.*$"
+	// +required
+	URL string `json:"url"`
+
+	// SecretRef names a Secret in the object's namespace with the Git
+	// credentials: `username` and `password`, `bearerToken`, or `identity`
+	// (a private key) and `known_hosts`; `ca.crt` for a server with its own CA.
+	// +optional
+	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+
+	// Ref is the branch, tag or commit to read. UpdateAutomation accepts only
+	// a branch.
+	// +required
+	Ref GitRef `json:"ref"`
+}
+
+// GitRef names one Git revision. When several fields are set, commit wins
+// over tag, and tag over branch.
+type GitRef struct {
+	// Branch to check out.
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
+	// Tag to check out.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+
+	// Commit SHA to check out.
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// String returns the ref as written in a revision, such as `main` or `v1.2.0`.
+func (r GitRef) String() string {
+	switch {
+	case r.Commit != "":
+		return r.Commit
+	case r.Tag != "":
+		return r.Tag
+	default:
+		return r.Branch
+	}
+}

@@ -1,0 +1,201 @@
+package v1alpha1
+
+import (
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SyncKind is the kind name of Sync.
+const SyncKind = "Sync"
+
+// PruneAnnotation set to "enabled" on a CustomResourceDefinition or
+// Namespace in Git lets a Sync delete it once it leaves the revision.
+const PruneAnnotation = "uprev.dev/prune"
+
+// ReconcileAnnotation set to "disabled" on an object makes a Sync leave it
+// alone: neither changed nor pruned.
+const ReconcileAnnotation = "uprev.dev/reconcile"
+
+// SyncSpec is what a Sync should apply, and where.
+type SyncSpec struct {
+	// Interval between two reconciles; drift is corrected on each.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +required
+	Interval metav1.Duration `json:"interval"`
+
+	// Git is the repository and revision applied.
+	// +required
+	Git GitSource `json:"git"`
+
+	// Path, relative to the repository root, of plain YAML files or of a
+	// kustomization.yaml.
+	// +optional
+	Path string `json:"path,omitempty"`
+
+	// Targets are the clusters applied to.
+	// +kubebuilder:validation:MinItems=1
+	// +required
+	Targets []Target `json:"targets"`
+
+	// Rollout applies the targets in waves.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// Prune deletes objects that left the revision.
+	// +optional
+	Prune bool `json:"prune,omitempty"`
+
+	// Wait health-checks what was applied before a target counts as done.
+	// +optional
+	Wait bool `json:"wait,omitempty"`
+
+	// Timeout for applying and health-checking one target. Default: the interval.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// ServiceAccountName is impersonated when applying to the cluster uprev
+	// runs in.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Suspend stops further reconciles.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// Target is one cluster a Sync applies to.
+type Target struct {
+	// Name of the target, used in waves and status.
+	// +required
+	Name string `json:"name"`
+
+	// KubeConfig of a remote cluster. Unset means the cluster uprev runs in.
+	// +optional
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+}
+
+// KubeConfigReference points at a Secret holding a kubeconfig in its `value` key.
+type KubeConfigReference struct {
+	// SecretRef names the Secret in the Sync's namespace.
+	// +required
+	SecretRef meta.LocalObjectReference `json:"secretRef"`
+}
+
+// Rollout applies targets in waves with a health gate between them.
+type Rollout struct {
+	// Waves lists groups of target names. A wave starts once the previous
+	// one applied the same revision and is healthy. Targets named in no wave
+	// form a last wave.
+	// +optional
+	Waves [][]string `json:"waves,omitempty"`
+
+	// PauseBetweenWaves is waited after a wave is healthy.
+	// +optional
+	PauseBetweenWaves metav1.Duration `json:"pauseBetweenWaves,omitempty"`
+}
+
+// SyncStatus is what a Sync last did.
+type SyncStatus struct {
+	// ObservedGeneration is the generation last reconciled successfully or
+	// found to be misconfigured.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// LastAttemptedRevision is the revision last fetched, as `<ref>@sha1:<commit>`.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// Targets holds each target's state.
+	// +optional
+	Targets []TargetStatus `json:"targets,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	meta.ReconcileRequestStatus `json:",inline"`
+}
+
+// TargetStatus is the state of one target.
+type TargetStatus struct {
+	// Name of the target.
+	Name string `json:"name"`
+	// LastAppliedRevision is the last revision applied whole (and healthy,
+	// when the Sync waits).
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// LastAttemptedRevision is the last revision tried.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// LastAppliedTime is when the last revision was applied.
+	// +optional
+	LastAppliedTime *metav1.Time `json:"lastAppliedTime,omitempty"`
+	// Healthy says whether the applied objects passed their health checks.
+	// +optional
+	Healthy bool `json:"healthy,omitempty"`
+	// Message says what failed, when something did.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Inventory lists the objects applied, for pruning.
+	// +optional
+	Inventory []InventoryEntry `json:"inventory,omitempty"`
+}
+
+// InventoryEntry identifies one applied object.
+type InventoryEntry struct {
+	// ID is `<namespace>_<name>_<group>_<kind>`.
+	ID string `json:"id"`
+	// Version is the API version the object was applied with.
+	Version string `json:"v"`
+}
+
+// Sync applies a Git path onto one or many clusters.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.lastAttemptedRevision`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Sync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SyncSpec   `json:"spec,omitempty"`
+	Status SyncStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the status conditions.
+func (in *Sync) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the status conditions.
+func (in *Sync) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// GetRequeueAfter returns the interval between reconciles.
+func (in *Sync) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
+
+// GetTimeout returns the timeout for one target.
+func (in *Sync) GetTimeout() time.Duration {
+	if in.Spec.Timeout != nil {
+		return in.Spec.Timeout.Duration
+	}
+	return in.Spec.Interval.Duration
+}
+
+// SyncList is a list of Syncs.
+//
+// +kubebuilder:object:root=true
+type SyncList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sync `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Sync{}, &SyncList{})
+}

@@ -1,0 +1,208 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/acl"
+	"github.com/fluxcd/pkg/runtime/predicates"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/uprev-dev/uprev/internal/policy"
+	"github.com/uprev-dev/uprev/internal/registry"
+)
+
+// Reasons of ImagePolicy conditions beyond Flux's own.
+const (
+	invalidPolicyReason = "InvalidPolicy"
+	noMatchReason       = "NoMatchingTag"
+	accessDeniedReason  = "AccessDenied"
+)
+
+// imageRepositoryRefIndex indexes ImagePolicies by `<namespace>/<name>` of
+// their ImageRepository.
+const imageRepositoryRefIndex = ".spec.imageRepositoryRef"
+
+// ImagePolicyReconciler selects the latest tag of each ImagePolicy's
+// repository.
+//
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+type ImagePolicyReconciler struct {
+	reconciler
+	// Scanner reaches registries for digest lookups.
+	Scanner *registry.Scanner
+	// Tags is the store the ImageRepositoryReconciler writes.
+	Tags registry.Store
+}
+
+// SetupWithManager registers the reconciler; opts sets its concurrency.
+func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.Client = mgr.GetClient()
+	r.Events = mgr.GetEventRecorder("uprev-image-policy")
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, imageRepositoryRefIndex,
+		func(obj client.Object) []string {
+			pol := obj.(*imagev1.ImagePolicy)
+			return []string{repositoryOf(pol).String()}
+		}); err != nil {
+		return fmt.Errorf("indexing image policies: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&imagev1.ImagePolicy{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		Watches(&imagev1.ImageRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository),
+			builder.WithPredicates(scanChangedPredicate{})).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// policiesOfRepository maps an ImageRepository to the policies using it.
+func (r *ImagePolicyReconciler) policiesOfRepository(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list imagev1.ImagePolicyList
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}.String()
+	if err := r.List(ctx, &list, client.MatchingFields{imageRepositoryRefIndex: key}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing image policies of a repository")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return reqs
+}
+
+// repositoryOf returns the key of a policy's ImageRepository.
+func repositoryOf(pol *imagev1.ImagePolicy) types.NamespacedName {
+	ns := pol.Spec.ImageRepositoryRef.Namespace
+	if ns == "" {
+		ns = pol.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: pol.Spec.ImageRepositoryRef.Name}
+}
+
+// Reconcile selects the latest tag of one ImagePolicy.
+func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pol := &imagev1.ImagePolicy{}
+	if err := r.Get(ctx, req.NamespacedName, pol); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := statusFields{&pol.Status.ObservedGeneration, &pol.Status.ReconcileRequestStatus}
+	return r.run(ctx, pol, st, pol.Spec.Suspend, func(ctx context.Context) outcome {
+		return r.reconcile(ctx, pol)
+	})
+}
+
+// reconcile selects the latest tag and reflects its digest. On any failure
+// the last good latestRef stays.
+func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.ImagePolicy) outcome {
+	repo, err := r.repository(ctx, pol)
+	if err != nil {
+		return outcome{err: err}
+	}
+	tags, err := r.Tags.Tags(repoKey(repo))
+	if err != nil {
+		return outcome{err: transient(meta.DependencyNotReadyReason,
+			fmt.Errorf("tags of ImageRepository %s/%s are not stored yet: %w", repo.Namespace, repo.Name, err))}
+	}
+	tag, err := policy.SelectLatest(pol.Spec.Policy, pol.Spec.FilterTags, tags)
+	switch {
+	case errors.Is(err, policy.ErrInvalidPolicy):
+		return outcome{err: stalled(invalidPolicyReason, err)}
+	case err != nil:
+		return outcome{err: transient(noMatchReason, fmt.Errorf("selecting from %d tags of %s: %w", len(tags), repo.Spec.Image, err))}
+	}
+
+	latest := &imagev1.ImageRef{Name: repo.Spec.Image, Tag: tag}
+	if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {
+		return outcome{err: err}
+	}
+	r.recordLatest(pol, latest)
+
+	o := outcome{message: fmt.Sprintf("Latest image tag for %s resolved to %s", latest.Name, latest.Tag)}
+	if latest.Digest != "" {
+		o.message += " with digest " + latest.Digest
+	}
+	if pol.GetDigestReflectionPolicy() == imagev1.ReflectAlways {
+		o.requeueAfter = pol.GetInterval()
+	}
+	return o
+}
+
+// repository returns the policy's ImageRepository once it is readable,
+// allowed by its accessFrom, and scanned.
+func (r *ImagePolicyReconciler) repository(ctx context.Context, pol *imagev1.ImagePolicy) (*imagev1.ImageRepository, error) {
+	key := repositoryOf(pol)
+	repo := &imagev1.ImageRepository{}
+	if err := r.Get(ctx, key, repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, transient(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s not found", key))
+		}
+		return nil, fmt.Errorf("reading ImageRepository %s: %w", key, err)
+	}
+	if err := acl.NewAuthorization(r.Client).HasAccessToRef(ctx, pol, key, repo.Spec.AccessFrom); err != nil {
+		if acl.IsAccessDenied(err) {
+			return nil, stalled(accessDeniedReason, err)
+		}
+		return nil, fmt.Errorf("checking access to ImageRepository %s: %w", key, err)
+	}
+	if repo.Status.LastScanResult == nil {
+		return nil, transient(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s has not been scanned yet", key))
+	}
+	return repo, nil
+}
+
+// reflectDigest returns the digest to report for tag by the policy's
+// digestReflectionPolicy; it looks one up only when the policy needs it.
+func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, tag string) (string, error) {
+	prev := pol.Status.LatestRef
+	switch pol.GetDigestReflectionPolicy() {
+	case imagev1.ReflectNever:
+		return "", nil
+	case imagev1.ReflectIfNotPresent:
+		if prev != nil && prev.Name == repo.Spec.Image && prev.Tag == tag && prev.Digest != "" {
+			return prev.Digest, nil
+		}
+	}
+	access, err := registryAccess(ctx, r.Client, repo)
+	if err != nil {
+		return "", err
+	}
+	reg, err := r.Scanner.Client(ctx, access)
+	if err != nil {
+		return "", registryError(err)
+	}
+	digest, err := reg.Digest(ctx, repo.Spec.Image, tag)
+	if err != nil {
+		return "", registryError(err)
+	}
+	return digest, nil
+}
+
+// recordLatest sets latestRef, keeping the previous one and recording an
+// event when it changed.
+func (r *ImagePolicyReconciler) recordLatest(pol *imagev1.ImagePolicy, latest *imagev1.ImageRef) {
+	prev := pol.Status.LatestRef
+	if prev != nil && *prev == *latest {
+		return
+	}
+	if prev != nil {
+		pol.Status.ObservedPreviousRef = prev.DeepCopy()
+		r.Events.Eventf(pol, nil, corev1.EventTypeNormal, "LatestImageChanged", "Select",
+			"Latest image for %s updated from %s to %s", latest.Name, prev.String(), latest.String())
+	}
+	pol.Status.LatestRef = latest
+}

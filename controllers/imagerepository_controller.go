@@ -1,0 +1,214 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/predicates"
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/uprev-dev/uprev/internal/registry"
+)
+
+// invalidExclusionListReason: an exclusion pattern is not a valid regular expression.
+const invalidExclusionListReason = "InvalidExclusionList"
+
+// latestTagsShown is how many tags status.lastScanResult.latestTags lists.
+const latestTagsShown = 10
+
+// ImageRepositoryReconciler scans registries for the tags of ImageRepositories.
+//
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+type ImageRepositoryReconciler struct {
+	reconciler
+	// Scanner reaches registries with shared limits, retries and metrics.
+	Scanner *registry.Scanner
+	// Tags keeps the tags of every repository across restarts.
+	Tags registry.Store
+	// Clock tells the time; the wall clock when nil.
+	Clock clock.PassiveClock
+	// TagCount, when set, is the tags-per-repository gauge.
+	TagCount *prometheus.GaugeVec
+}
+
+// NewTagCountMetric returns the tags-per-repository gauge.
+func NewTagCountMetric() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "uprev_image_repository_tags",
+		Help: "Number of tags found by the last scan of an ImageRepository.",
+	}, []string{"namespace", "name"})
+}
+
+// SetupWithManager registers the reconciler; opts sets its concurrency.
+func (r *ImageRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.Client = mgr.GetClient()
+	r.Events = mgr.GetEventRecorder("uprev-image-repository")
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&imagev1.ImageRepository{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// Reconcile scans one ImageRepository when it is due.
+func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	repo := &imagev1.ImageRepository{}
+	if err := r.Get(ctx, req.NamespacedName, repo); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !repo.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.forget(repo)
+	}
+	st := statusFields{&repo.Status.ObservedGeneration, &repo.Status.ReconcileRequestStatus}
+	return r.run(ctx, repo, st, repo.Spec.Suspend, func(ctx context.Context) outcome {
+		return r.reconcile(ctx, repo)
+	})
+}
+
+// forget drops the stored tags of a deleted repository.
+func (r *ImageRepositoryReconciler) forget(repo *imagev1.ImageRepository) error {
+	if r.TagCount != nil {
+		r.TagCount.DeleteLabelValues(repo.Namespace, repo.Name)
+	}
+	return r.Tags.Delete(repoKey(repo))
+}
+
+// reconcile scans the repository when due and records the result.
+func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1.ImageRepository) outcome {
+	if repo.Spec.Interval.Duration <= 0 {
+		return outcome{err: stalledf(imagev1.IntervalNotConfiguredReason, "spec.interval must be set")}
+	}
+	canonical, err := registry.CanonicalName(repo.Spec.Image)
+	if err != nil {
+		return outcome{err: stalled(imagev1.ImageURLInvalidReason, err)}
+	}
+	exclusions := repo.GetExclusionList()
+
+	now := r.Clock.Now()
+	if wait := r.nextScanIn(repo, canonical, exclusions, now); wait > 0 {
+		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: wait}
+	}
+
+	tags, err := r.scan(ctx, repo, exclusions)
+	if err != nil {
+		return outcome{err: err}
+	}
+	repo.Status.CanonicalImageName = canonical
+	repo.Status.ObservedExclusionList = exclusions
+	repo.Status.LastScanResult = &imagev1.ScanResult{
+		Revision:   tagsRevision(tags),
+		TagCount:   len(tags),
+		ScanTime:   metav1.NewTime(now),
+		LatestTags: latestTags(tags),
+	}
+	if r.TagCount != nil {
+		r.TagCount.WithLabelValues(repo.Namespace, repo.Name).Set(float64(len(tags)))
+	}
+	return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: repo.Spec.Interval.Duration}
+}
+
+// nextScanIn returns how long until the repository is due for a scan; 0
+// means now. A scan is due when none was made, the image or exclusion list
+// changed, a reconcile was requested, or the interval passed.
+func (r *ImageRepositoryReconciler) nextScanIn(repo *imagev1.ImageRepository, canonical string, exclusions []string, now time.Time) time.Duration {
+	last := repo.Status.LastScanResult
+	if last == nil || repo.Status.CanonicalImageName != canonical ||
+		!slices.Equal(repo.Status.ObservedExclusionList, exclusions) {
+		return 0
+	}
+	if token, ok := meta.ReconcileAnnotationValue(repo.GetAnnotations()); ok && token != repo.Status.GetLastHandledReconcileRequest() {
+		return 0
+	}
+	if _, err := r.Tags.Tags(repoKey(repo)); err != nil {
+		return 0
+	}
+	return max(0, last.ScanTime.Add(repo.Spec.Interval.Duration).Sub(now))
+}
+
+// scan lists the tags, drops the excluded ones and stores the rest.
+func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.ImageRepository, exclusions []string) ([]string, error) {
+	access, err := registryAccess(ctx, r.Client, repo)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := r.Scanner.Client(ctx, access)
+	if err != nil {
+		return nil, registryError(err)
+	}
+	tags, err := reg.ListTags(ctx, repo.Spec.Image)
+	if err != nil {
+		return nil, registryError(err)
+	}
+	tags, err = registry.Exclude(tags, exclusions)
+	if err != nil {
+		return nil, stalled(invalidExclusionListReason, fmt.Errorf("spec.exclusionList: %w", err))
+	}
+	if err := r.Tags.SetTags(repoKey(repo), tags); err != nil {
+		return nil, fmt.Errorf("storing tags: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Scanned repository", "tags", len(tags))
+	return tags, nil
+}
+
+// registryError sorts a registry error into Stalled or retried, with a
+// condition reason.
+func registryError(err error) error {
+	switch {
+	case errors.Is(err, registry.ErrInvalidConfig):
+		return stalled(imagev1.ImageURLInvalidReason, err)
+	case errors.Is(err, registry.ErrUnauthorized):
+		return transient(imagev1.AuthenticationFailedReason, err)
+	default:
+		return transient(imagev1.ReadOperationFailedReason, err)
+	}
+}
+
+// repoKey is the tag store key of a repository.
+func repoKey(repo *imagev1.ImageRepository) string {
+	return repo.Namespace + "/" + repo.Name
+}
+
+// tagsRevision is a checksum of the tag list, which changes when a tag is
+// added or removed.
+func tagsRevision(tags []string) string {
+	sorted := slices.Sorted(slices.Values(tags))
+	sum := sha256.Sum256([]byte(strings.Join(sorted, "\n")))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// latestTags returns the first tags in descending order, as Flux lists them.
+func latestTags(tags []string) []string {
+	sorted := slices.Sorted(slices.Values(tags))
+	slices.Reverse(sorted)
+	return sorted[:min(len(sorted), latestTagsShown)]
+}
+
+// scanMessage is the Ready message after a scan.
+func scanMessage(last *imagev1.ScanResult) string {
+	if last == nil {
+		return "no scan yet"
+	}
+	return fmt.Sprintf("successful scan: found %d tags", last.TagCount)
+}

@@ -1,0 +1,34 @@
+package controllers
+
+import (
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// scanChangedPredicate passes ImageRepository updates whose scan found a
+// different set of tags, so that policies select again.
+type scanChangedPredicate struct {
+	predicate.Funcs
+}
+
+// Update passes an update when the scan revision changed.
+func (scanChangedPredicate) Update(e event.UpdateEvent) bool {
+	before, ok := e.ObjectOld.(*imagev1.ImageRepository)
+	if !ok {
+		return false
+	}
+	after, ok := e.ObjectNew.(*imagev1.ImageRepository)
+	if !ok {
+		return false
+	}
+	return scanRevision(before) != scanRevision(after)
+}
+
+// scanRevision is the tag-list revision of a repository's last scan.
+func scanRevision(repo *imagev1.ImageRepository) string {
+	if repo.Status.LastScanResult == nil {
+		return ""
+	}
+	return repo.Status.LastScanResult.Revision
+}

@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// fieldManager is uprev's name in managed fields and server-side apply.
+const fieldManager = "uprev"
+
+// managedObject is an object reconciled with the shared shape.
+type managedObject interface {
+	client.Object
+	statusObject
+}
+
+// statusFields points at the status fields every kind shares.
+type statusFields struct {
+	observedGeneration *int64
+	requests           *meta.ReconcileRequestStatus
+}
+
+// reconciler holds what every uprev reconciler shares.
+type reconciler struct {
+	client.Client
+	// Events records Kubernetes events.
+	Events events.EventRecorder
+}
+
+// run is the one reconcile shape of every kind: a serial patcher, the
+// suspend check, the kind's reconcile, then status (conditions,
+// observedGeneration, the handled reconcile request) written once by a
+// final patch, and an event when readiness changes.
+func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields, suspended bool,
+	reconcile func(context.Context) outcome) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if suspended {
+		log.Info("Reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	patcher := patch.NewSerialPatcher(obj, r.Client)
+	wasReady := conditions.Get(obj, meta.ReadyCondition)
+
+	start := time.Now()
+	o := reconcile(ctx)
+
+	if setConditions(obj, o) {
+		*st.observedGeneration = obj.GetGeneration()
+	}
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		st.requests.SetLastHandledReconcileRequest(token)
+	}
+	patchErr := patcher.Patch(ctx, obj,
+		patch.WithOwnedConditions{Conditions: []string{meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition}},
+		patch.WithFieldOwner(fieldManager))
+	if patchErr != nil {
+		patchErr = client.IgnoreNotFound(patchErr)
+	}
+	r.eventOnReadyChange(obj, wasReady)
+	log.V(1).Info("Reconcile finished", "duration", time.Since(start).String(), "error", o.err)
+
+	res, err := o.result()
+	return res, kerrors.NewAggregate([]error{err, patchErr})
+}
+
+// eventOnReadyChange records an event when the Ready condition changed its
+// status or reason.
+func (r *reconciler) eventOnReadyChange(obj managedObject, before *metav1.Condition) {
+	now := conditions.Get(obj, meta.ReadyCondition)
+	if now == nil || (before != nil && before.Status == now.Status && before.Reason == now.Reason) {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if now.Status != metav1.ConditionTrue {
+		kind = corev1.EventTypeWarning
+	}
+	r.Events.Eventf(obj, nil, kind, now.Reason, "Reconcile", "%s", now.Message)
+}

@@ -1,0 +1,74 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/uprev-dev/uprev/internal/registry"
+)
+
+// registryAccess reads the Secrets an ImageRepository references into the
+// access settings of its registry. A missing Secret or service account is
+// retried with backoff, as it may be created after the repository.
+func registryAccess(ctx context.Context, c client.Reader, repo *imagev1.ImageRepository) (registry.Access, error) {
+	access := registry.Access{
+		Insecure: repo.Spec.Insecure,
+		Provider: repo.GetProvider(),
+		Timeout:  repo.GetTimeout(),
+	}
+	ns := repo.Namespace
+	var err error
+	if ref := repo.Spec.SecretRef; ref != nil {
+		data, err := secretData(ctx, c, ns, ref.Name)
+		if err != nil {
+			return access, err
+		}
+		access.PullSecrets = append(access.PullSecrets, data)
+	}
+	if name := repo.Spec.ServiceAccountName; name != "" {
+		var sa corev1.ServiceAccount
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &sa); err != nil {
+			if apierrors.IsNotFound(err) {
+				return access, transient(imagev1.AuthenticationFailedReason, fmt.Errorf("service account %s/%s not found", ns, name))
+			}
+			return access, fmt.Errorf("reading service account %s/%s: %w", ns, name, err)
+		}
+		for _, ps := range sa.ImagePullSecrets {
+			data, err := secretData(ctx, c, ns, ps.Name)
+			if err != nil {
+				return access, err
+			}
+			access.PullSecrets = append(access.PullSecrets, data)
+		}
+	}
+	if ref := repo.Spec.CertSecretRef; ref != nil {
+		if access.CertSecret, err = secretData(ctx, c, ns, ref.Name); err != nil {
+			return access, err
+		}
+	}
+	if ref := repo.Spec.ProxySecretRef; ref != nil {
+		if access.ProxySecret, err = secretData(ctx, c, ns, ref.Name); err != nil {
+			return access, err
+		}
+	}
+	return access, nil
+}
+
+// secretData returns the data of a Secret; an error names the Secret, never
+// its content.
+func secretData(ctx context.Context, c client.Reader, namespace, name string) (map[string][]byte, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, transient(imagev1.AuthenticationFailedReason, fmt.Errorf("secret %s/%s not found", namespace, name))
+		}
+		return nil, fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
+	}
+	return s.Data, nil
+}

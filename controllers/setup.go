@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/registry"
+)
+
+// Names of the controllers a manager can run.
+const (
+	// ImageScanning runs ImageRepository and ImagePolicy.
+	ImageScanning = "image"
+	// WriteBack runs UpdateAutomation.
+	WriteBack = "automation"
+	// Apply runs Sync.
+	Apply = "sync"
+)
+
+// AllControllers lists every controller, the default.
+var AllControllers = []string{ImageScanning, WriteBack, Apply}
+
+// Options configure the controllers of one manager.
+type Options struct {
+	// Controllers to run; see AllControllers.
+	Controllers []string
+	// StoragePath holds the tag store and the kept Git clones.
+	StoragePath string
+	// Concurrency is the number of objects of one kind reconciled at once.
+	Concurrency int
+	// Registry configures registry access (per-host limits, retries).
+	Registry registry.ScannerOptions
+}
+
+// NewScheme returns a scheme with every kind uprev reads or writes.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, imagev1.AddToScheme, uprevv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Setup adds the chosen controllers to mgr and registers their metrics.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	for _, name := range opts.Controllers {
+		if !slices.Contains(AllControllers, name) {
+			return fmt.Errorf("unknown controller %q (want some of %v)", name, AllControllers)
+		}
+	}
+	copts := controller.Options{MaxConcurrentReconciles: max(1, opts.Concurrency)}
+	if slices.Contains(opts.Controllers, ImageScanning) {
+		metrics := registry.NewMetrics()
+		if err := metrics.Register(crmetrics.Registry); err != nil {
+			return fmt.Errorf("registering registry metrics: %w", err)
+		}
+		opts.Registry.Metrics = metrics
+		scanner := registry.NewScanner(opts.Registry)
+		tags := registry.Store{Dir: filepath.Join(opts.StoragePath, "tags")}
+		tagCount := NewTagCountMetric()
+		if err := crmetrics.Registry.Register(tagCount); err != nil {
+			return fmt.Errorf("registering tag metrics: %w", err)
+		}
+		repos := &ImageRepositoryReconciler{Scanner: scanner, Tags: tags, TagCount: tagCount}
+		if err := repos.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("setting up ImageRepository controller: %w", err)
+		}
+		policies := &ImagePolicyReconciler{Scanner: scanner, Tags: tags}
+		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
+			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
+		}
+	}
+	return nil
+}

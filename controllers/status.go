@@ -1,0 +1,111 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// statusObject is an object whose kstatus conditions uprev sets.
+type statusObject interface {
+	conditions.Setter
+	GetGeneration() int64
+}
+
+// stalledError marks a configuration error: retrying without a change to
+// the object will not help, so the object is marked Stalled and not requeued.
+type stalledError struct {
+	reason string
+	err    error
+}
+
+func (e *stalledError) Error() string { return e.err.Error() }
+func (e *stalledError) Unwrap() error { return e.err }
+
+// stalled wraps err as a configuration error with the given condition reason.
+func stalled(reason string, err error) error {
+	return &stalledError{reason: reason, err: err}
+}
+
+// stalledf is stalled with a formatted error.
+func stalledf(reason, format string, args ...any) error {
+	return stalled(reason, fmt.Errorf(format, args...))
+}
+
+// transientError is a failure worth retrying with backoff, with the
+// condition reason to report meanwhile.
+type transientError struct {
+	reason string
+	err    error
+}
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+// transient wraps err as a retryable failure with the given condition reason.
+func transient(reason string, err error) error {
+	return &transientError{reason: reason, err: err}
+}
+
+// outcome is how one reconcile ended; the object's conditions, its
+// observedGeneration and the controller's result all follow from it.
+type outcome struct {
+	// err is nil on success.
+	err error
+	// message describes a success.
+	message string
+	// requeueAfter is when to run again after a success; 0 means no requeue.
+	requeueAfter time.Duration
+}
+
+// setConditions writes Ready, Reconciling and Stalled from o and reports
+// whether the generation counts as observed (on success or Stalled).
+func setConditions(obj statusObject, o outcome) (observed bool) {
+	var stall *stalledError
+	var retry *transientError
+	switch {
+	case o.err == nil:
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "%s", o.message)
+		return true
+	case errors.As(o.err, &stall):
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.MarkStalled(obj, stall.reason, "%s", stall.Error())
+		conditions.MarkFalse(obj, meta.ReadyCondition, stall.reason, "%s", stall.Error())
+		return true
+	case errors.As(o.err, &retry):
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkReconciling(obj, meta.ProgressingWithRetryReason, "%s", retry.Error())
+		conditions.MarkFalse(obj, meta.ReadyCondition, retry.reason, "%s", retry.Error())
+		return false
+	default:
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkReconciling(obj, meta.ProgressingWithRetryReason, "%s", o.err.Error())
+		conditions.MarkFalse(obj, meta.ReadyCondition, meta.FailedReason, "%s", o.err.Error())
+		return false
+	}
+}
+
+// result turns o into what controller-runtime needs: Stalled objects wait for
+// a change, transient errors are returned for backoff, successes requeue
+// after the jittered interval.
+func (o outcome) result() (ctrl.Result, error) {
+	var stall *stalledError
+	switch {
+	case o.err == nil:
+		if o.requeueAfter <= 0 {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: jitter.JitteredIntervalDuration(o.requeueAfter)}, nil
+	case errors.As(o.err, &stall):
+		return ctrl.Result{}, nil
+	default:
+		return ctrl.Result{}, o.err
+	}
+}

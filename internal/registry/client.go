@@ -1,0 +1,324 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/time/rate"
+)
+
+// ScannerOptions configure a Scanner. Zero values take the defaults given.
+type ScannerOptions struct {
+	// MaxConcurrentPerHost is the number of requests in flight to one
+	// registry host at a time, across all Clients. Default 4.
+	MaxConcurrentPerHost int
+	// RequestsPerSecond limits the rate of requests to one registry host;
+	// 0 means no rate limit.
+	RequestsPerSecond float64
+	// Burst is the number of requests that may go above RequestsPerSecond at
+	// once. Default 1.
+	Burst int
+	// MaxAttempts is the number of attempts for a request answered 429, 502,
+	// 503 or 504. Default 5.
+	MaxAttempts int
+	// BaseBackoff is the first wait before a retry when the registry sends
+	// no Retry-After; it doubles per attempt. Default 1s.
+	BaseBackoff time.Duration
+	// MaxBackoff caps the backoff. Default 30s.
+	MaxBackoff time.Duration
+	// MaxRetryAfter is the longest Retry-After that is waited for within a
+	// scan; a longer one fails the request with ErrTransient. Default 2m.
+	MaxRetryAfter time.Duration
+	// PageSize is the number of tags asked for per tag-list page (the
+	// registry may send fewer). Default 1000.
+	PageSize int
+	// UserAgent is sent with every request. Default "uprev".
+	UserAgent string
+	// Metrics, when set, records every request.
+	Metrics *Metrics
+	// Clock is the time source of retry and rate-limit waits. Default: the
+	// wall clock.
+	Clock Clock
+}
+
+// Scanner is what all registry access in a process shares: per-host limits,
+// retry policy, metrics and the default HTTP transport. Make one per process
+// and a Client per ImageRepository with Scanner.Client. It is safe for
+// concurrent use.
+type Scanner struct {
+	opts  ScannerOptions
+	clock Clock
+	// base is the transport of Clients without their own TLS or proxy
+	// settings, shared so that their connections are reused.
+	base  http.RoundTripper
+	mu    sync.Mutex
+	hosts map[string]*hostLimits
+}
+
+// NewScanner returns a Scanner configured by opts.
+func NewScanner(opts ScannerOptions) *Scanner {
+	if opts.MaxConcurrentPerHost <= 0 {
+		opts.MaxConcurrentPerHost = 4
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = 1
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 5
+	}
+	if opts.BaseBackoff <= 0 {
+		opts.BaseBackoff = time.Second
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.MaxRetryAfter <= 0 {
+		opts.MaxRetryAfter = 2 * time.Minute
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 1000
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "uprev"
+	}
+	s := &Scanner{opts: opts, clock: opts.Clock, hosts: map[string]*hostLimits{}}
+	if s.clock == nil {
+		s.clock = realClock{}
+	}
+	s.base = s.chain(newHTTPTransport())
+	return s
+}
+
+// limitsFor returns the limits of host, making them on first use.
+func (s *Scanner) limitsFor(host string) *hostLimits {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limits, ok := s.hosts[host]
+	if !ok {
+		limits = &hostLimits{slots: make(chan struct{}, s.opts.MaxConcurrentPerHost)}
+		if s.opts.RequestsPerSecond > 0 {
+			limits.limiter = rate.NewLimiter(rate.Limit(s.opts.RequestsPerSecond), s.opts.Burst)
+		}
+		s.hosts[host] = limits
+	}
+	return limits
+}
+
+// chain wraps base in the etiquette transports: retry outermost, so that a
+// request waiting to be retried holds no slot, then the per-host limits,
+// then the metrics, which see every attempt.
+func (s *Scanner) chain(base http.RoundTripper) http.RoundTripper {
+	next := base
+	if s.opts.Metrics != nil {
+		next = &metricsTransport{next: next, metrics: s.opts.Metrics}
+	}
+	next = &limitTransport{next: next, scanner: s}
+	return &retryTransport{
+		next:        next,
+		clock:       s.clock,
+		maxAttempts: s.opts.MaxAttempts,
+		baseBackoff: s.opts.BaseBackoff,
+		maxBackoff:  s.opts.MaxBackoff,
+		maxWait:     s.opts.MaxRetryAfter,
+	}
+}
+
+// newHTTPTransport returns an HTTP transport like go-containerregistry's
+// default one.
+func newHTTPTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   10,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Access is how one ImageRepository reaches its registry: the data of the
+// Secrets it references and its spec settings.
+type Access struct {
+	// PullSecrets are the data of dockerconfigjson Secrets (key
+	// .dockerconfigjson, or .dockercfg for the legacy type): spec.secretRef
+	// and the imagePullSecrets of spec.serviceAccountName.
+	PullSecrets []map[string][]byte
+	// CertSecret is the data of spec.certSecretRef: ca.crt, and tls.crt with
+	// tls.key for a client certificate.
+	CertSecret map[string][]byte
+	// ProxySecret is the data of spec.proxySecretRef: address, and
+	// optionally username and password.
+	ProxySecret map[string][]byte
+	// Insecure allows plain HTTP (spec.insecure).
+	Insecure bool
+	// Provider is spec.provider; only "generic" (or empty) is supported.
+	Provider string
+	// Timeout bounds each ListTags or Digest call (spec.timeout); 0 means
+	// only the caller's context does.
+	Timeout time.Duration
+}
+
+// Client reaches registries with one ImageRepository's access settings. It
+// reuses the authentication handshake across calls on the same repository,
+// so a scan followed by a digest lookup pings the registry once.
+type Client struct {
+	puller   *remote.Puller
+	insecure bool
+	timeout  time.Duration
+}
+
+// Client returns a Client for access. Bad settings give an error wrapping
+// ErrInvalidConfig.
+func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
+	if err := checkProvider(access.Provider); err != nil {
+		return nil, err
+	}
+	auth, err := keychain(ctx, access.PullSecrets)
+	if err != nil {
+		return nil, err
+	}
+	base := s.base
+	if len(access.CertSecret) > 0 || len(access.ProxySecret) > 0 {
+		t := newHTTPTransport()
+		t.IdleConnTimeout = 30 * time.Second
+		if t.TLSClientConfig, err = tlsConfig(access.CertSecret); err != nil {
+			return nil, err
+		}
+		if len(access.ProxySecret) > 0 {
+			proxy, err := proxyURL(access.ProxySecret)
+			if err != nil {
+				return nil, err
+			}
+			t.Proxy = http.ProxyURL(proxy)
+		}
+		base = s.chain(t)
+	}
+	opts := []remote.Option{
+		remote.WithTransport(&pageLinkTransport{next: base, insecure: access.Insecure}),
+		remote.WithUserAgent(s.opts.UserAgent),
+		remote.WithPageSize(s.opts.PageSize),
+		// Retries are the etiquette chain's job, which honours Retry-After
+		// and waits on the injected clock.
+		remote.WithRetryStatusCodes(),
+		remote.WithRetryPredicate(func(error) bool { return false }),
+	}
+	if auth != nil {
+		opts = append(opts, remote.WithAuthFromKeychain(auth))
+	} else {
+		opts = append(opts, remote.WithAuth(authn.Anonymous))
+	}
+	puller, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &Client{puller: puller, insecure: access.Insecure, timeout: access.Timeout}, nil
+}
+
+// checkProvider accepts the generic provider only and says so clearly for
+// the others, which would need cloud credential helpers.
+func checkProvider(provider string) error {
+	switch provider {
+	case "", "generic":
+		return nil
+	case "aws", "azure", "gcp":
+		return fmt.Errorf("%w: %q: uprev does not fetch cloud credentials; set provider to generic and reference a dockerconfigjson Secret in secretRef or the service account's imagePullSecrets", ErrProviderNotSupported, provider)
+	default:
+		return fmt.Errorf("%w: unknown provider %q (want generic, aws, azure or gcp)", ErrInvalidConfig, provider)
+	}
+}
+
+// ListTags returns every tag of image, following the registry's Link
+// pagination.
+func (c *Client) ListTags(ctx context.Context, image string) ([]string, error) {
+	repo, err := parseRepository(image, c.insecure)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	tags, err := c.puller.List(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("listing tags of %s: %w", image, classify(err))
+	}
+	return tags, nil
+}
+
+// Digest returns the digest of image:tag with one HEAD request, or a GET
+// when the registry does not allow HEAD.
+func (c *Client) Digest(ctx context.Context, image, tag string) (string, error) {
+	repo, err := parseRepository(image, c.insecure)
+	if err != nil {
+		return "", err
+	}
+	ref := repo.Tag(tag)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	desc, err := c.puller.Head(ctx, ref)
+	var terr *transport.Error
+	if errors.As(err, &terr) && terr.StatusCode == http.StatusMethodNotAllowed {
+		var got *remote.Descriptor
+		if got, err = c.puller.Get(ctx, ref); err == nil {
+			desc = &got.Descriptor
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("looking up the digest of %s:%s: %w", image, tag, classify(err))
+	}
+	return desc.Digest.String(), nil
+}
+
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout > 0 {
+		return context.WithTimeout(ctx, c.timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// CanonicalName returns the full name of image as Flux reports it in
+// status.canonicalImageName: nginx is index.docker.io/library/nginx.
+func CanonicalName(image string) (string, error) {
+	repo, err := parseRepository(image, false)
+	if err != nil {
+		return "", err
+	}
+	return repo.Name(), nil
+}
+
+// parseRepository parses spec.image as Flux does: a repository name
+// without scheme, tag or digest.
+func parseRepository(image string, insecure bool) (name.Repository, error) {
+	if scheme, _, ok := strings.Cut(image, "://"); ok {
+		return name.Repository{}, fmt.Errorf("%w: image %q should not start with a URL scheme; remove '%s://'", ErrInvalidConfig, image, scheme)
+	}
+	var opts []name.Option
+	if insecure {
+		opts = append(opts, name.Insecure)
+	}
+	ref, err := name.ParseReference(image, opts...)
+	if err != nil {
+		return name.Repository{}, fmt.Errorf("%w: parsing image %q: %w", ErrInvalidConfig, image, err)
+	}
+	path := strings.TrimPrefix(image, ref.Context().RegistryStr())
+	if _, suffix, ok := strings.Cut(path, ":"); ok {
+		return name.Repository{}, fmt.Errorf("%w: image %q should not contain a tag; remove ':%s'", ErrInvalidConfig, image, suffix)
+	}
+	if strings.Contains(path, "@") {
+		return name.Repository{}, fmt.Errorf("%w: image %q should not contain a digest", ErrInvalidConfig, image)
+	}
+	return ref.Context(), nil
+}

@@ -1,0 +1,33 @@
+// Package registry is uprev's access to OCI registries for ImageRepository
+// scanning, with the semantics of Flux's image-reflector-controller
+// (image.toolkit.fluxcd.io/v1): list the tags of an image, filter them with
+// the exclusion list, and look up the digest of one tag.
+//
+// A Scanner is made once per process. It holds what every scan shares: the
+// per-host concurrency and rate limits, the retry policy for 429 Too Many
+// Requests and 5xx gateway answers (honouring Retry-After, with exponential
+// backoff when it is absent), and the Prometheus metrics. From it, a Client
+// is made per ImageRepository with that object's access settings: pull
+// secrets (dockerconfigjson), a TLS secret, a proxy secret, insecure HTTP and
+// a timeout. Secrets are passed as their data maps; this package does not
+// talk to Kubernetes.
+//
+// Errors a caller decides on wrap ErrUnauthorized, ErrNotFound, ErrTransient
+// or ErrInvalidConfig (ErrProviderNotSupported is one of the latter).
+//
+// # Tag store
+//
+// Store keeps the scanned tags of each repository between scans and across
+// restarts, in a directory: one small file per repository, named by a hash
+// of its key, replaced atomically (written to a temporary file, synced and
+// renamed over the old one) and read only when asked for. Nothing is kept in
+// memory between calls, so the memory of the controller does not grow with
+// the number of repositories or tags: a thousand repositories of a thousand
+// tags are ten megabytes on disk and nothing on the heap. An in-memory map
+// would hold all of them for the life of the process and lose them on every
+// restart, which then rescans every registry at once; an embedded database
+// (Flux used BadgerDB) brings its own caches, compaction and background
+// goroutines for what is a key-to-blob mapping that the file system already
+// does well. A reader never sees a partly written file, and a crash leaves
+// either the old or the new list.
+package registry

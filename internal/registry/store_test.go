@@ -1,0 +1,109 @@
+package registry
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+func TestStoreRoundTripAndRestart(t *testing.T) {
+	g := NewWithT(t)
+	dir := filepath.Join(t.TempDir(), "tags")
+	store := Store{Dir: dir}
+
+	_, err := store.Tags("apps/agent")
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+	g.Expect(store.SetTags("apps/web", []string{"v2"})).To(Succeed())
+	g.Expect(store.SetTags("apps/empty", nil)).To(Succeed())
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0", "1.2.0"})).To(Succeed())
+
+	// A new Store on the same directory, as after a restart.
+	restarted := Store{Dir: dir}
+	g.Expect(restarted.Tags("apps/agent")).To(Equal([]string{"1.0.0", "1.1.0", "1.2.0"}))
+	g.Expect(restarted.Tags("apps/web")).To(Equal([]string{"v2"}))
+	g.Expect(restarted.Tags("apps/empty")).To(BeEmpty())
+
+	g.Expect(restarted.Delete("apps/web")).To(Succeed())
+	g.Expect(restarted.Delete("apps/web")).To(Succeed())
+	_, err = restarted.Tags("apps/web")
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+
+	// One file per key, no temporary files left behind.
+	entries, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(2))
+	for _, e := range entries {
+		g.Expect(e.Name()).To(MatchRegexp(`^[0-9a-f]{64}\.tags$`))
+	}
+}
+
+func TestStoreKeysAreSafeFileNames(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	store := Store{Dir: dir}
+	for _, key := range []string{"../../etc/passwd", "ns/name", "/abs", ""} {
+		g.Expect(store.SetTags(key, []string{key + "x"})).To(Succeed())
+		g.Expect(store.Tags(key)).To(Equal([]string{key + "x"}))
+	}
+	entries, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(4))
+}
+
+func TestStoreRejectsTagsItCannotStore(t *testing.T) {
+	g := NewWithT(t)
+	store := Store{Dir: t.TempDir()}
+	g.Expect(store.SetTags("k", []string{"ok", "bad\ntag"})).NotTo(Succeed())
+	g.Expect(store.SetTags("k", []string{""})).NotTo(Succeed())
+	_, err := store.Tags("k")
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+}
+
+// TestStoreWritesAtomically reads while another goroutine rewrites the same
+// key: every read sees one whole list, never a mix or a partial file.
+func TestStoreWritesAtomically(t *testing.T) {
+	g := NewWithT(t)
+	store := Store{Dir: t.TempDir()}
+	short := semverTags(10)
+	long := semverTags(5000)
+	g.Expect(store.SetTags("apps/agent", short)).To(Succeed())
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 50 {
+			tags := short
+			if i%2 == 0 {
+				tags = long
+			}
+			if err := store.SetTags("apps/agent", tags); err != nil {
+				t.Errorf("writing: %v", err)
+				return
+			}
+		}
+	})
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	reads := 0
+	for running := true; running || reads == 0; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		got, err := store.Tags("apps/agent")
+		g.Expect(err).NotTo(HaveOccurred())
+		if !slices.Equal(got, short) && !slices.Equal(got, long) {
+			t.Fatalf("read a list of %d tags that was never written", len(got))
+		}
+	}
+	entries, err := os.ReadDir(store.Dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(entries).To(HaveLen(1))
+}

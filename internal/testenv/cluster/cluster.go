@@ -1,0 +1,93 @@
+// Package cluster starts real Kubernetes control planes (kube-apiserver and
+// etcd, built from the Go module proxy by test/controlplane) for tests, with
+// uprev's CRDs and Flux's image CRDs installed.
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Cluster is one running control plane.
+type Cluster struct {
+	// Config reaches the cluster as an administrator.
+	Config *rest.Config
+
+	env *envtest.Environment
+}
+
+// repoRoot returns the repository root, found from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// AssetsDir returns the directory holding kube-apiserver and etcd:
+// $KUBEBUILDER_ASSETS, or bin/k8s at the repository root.
+func AssetsDir() string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(repoRoot(), "bin", "k8s")
+}
+
+// Start starts a control plane with the project's CRDs installed. It fails,
+// saying how to build them, when the control-plane binaries are missing.
+func Start() (*Cluster, error) {
+	assets := AssetsDir()
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			return nil, fmt.Errorf("control plane binary %s not found in %s: run `make controlplane` (or test/controlplane/build.sh) to build it, or set KUBEBUILDER_ASSETS", bin, assets)
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane: %w", err)
+	}
+	return &Cluster{Config: cfg, env: env}, nil
+}
+
+// StartT starts a control plane for one test and stops it when the test ends.
+func StartT(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping control plane: %v", err)
+		}
+	})
+	return c
+}
+
+// Stop stops the control plane.
+func (c *Cluster) Stop() error {
+	return c.env.Stop()
+}
+
+// KubeConfig returns a kubeconfig for an administrator of the cluster, as
+// users put in a Secret for a remote target.
+func (c *Cluster) KubeConfig() ([]byte, error) {
+	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: "uprev-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("adding an admin user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return kc, nil
+}

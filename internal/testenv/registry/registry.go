@@ -1,0 +1,566 @@
+// Package registry starts an in-process OCI registry for tests:
+// go-containerregistry's pkg/registry behind an httptest server.
+//
+// On top of the plain registry it can require basic auth, serve TLS (and
+// require client certificates), page tag lists with RFC 5988 Link headers,
+// answer the next requests with 429 Too Many Requests, and count the
+// requests it received by kind, so that tests can assert how politely a
+// client behaves ("one scan = the tag-list pages + at most one digest
+// lookup").
+//
+// The push helpers (PushImage, PushTags) write straight into the registry
+// handler, in process: they bypass auth, throttling and the request counts,
+// so the counts only ever show what the client under test did.
+package registry
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Option configures a Registry started by Start.
+type Option func(*options)
+
+type options struct {
+	username, password string
+	tls                bool
+	clientCerts        bool
+	pageSize           int
+	noManifestHead     bool
+}
+
+// WithBasicAuth makes the registry require HTTP basic auth with the given
+// credentials. Requests without them, or with others, get 401 and a
+// `WWW-Authenticate: Basic` challenge.
+func WithBasicAuth(username, password string) Option {
+	return func(o *options) {
+		o.username, o.password = username, password
+	}
+}
+
+// WithTLS serves the registry over HTTPS with a certificate signed by a test
+// CA, available as Registry.CACertPEM.
+func WithTLS() Option {
+	return func(o *options) {
+		o.tls = true
+	}
+}
+
+// WithClientCertificates serves the registry over HTTPS (as WithTLS) and
+// requires a client certificate; a valid one is available as
+// Registry.ClientCertPEM and Registry.ClientKeyPEM.
+func WithClientCertificates() Option {
+	return func(o *options) {
+		o.tls = true
+		o.clientCerts = true
+	}
+}
+
+// WithTagPageSize caps the number of tags in one /v2/<name>/tags/list
+// response to n, whatever the client asks for; the next page is announced
+// with a `Link: <...>; rel="next"` header.
+func WithTagPageSize(n int) Option {
+	return func(o *options) {
+		o.pageSize = n
+	}
+}
+
+// WithoutManifestHead makes the registry answer HEAD requests for manifests
+// with 405 Method Not Allowed, as some registries do.
+func WithoutManifestHead() Option {
+	return func(o *options) {
+		o.noManifestHead = true
+	}
+}
+
+// Counts is the number of requests a Registry received, by kind. Every
+// request is counted on arrival, including those answered 401 or 429.
+type Counts struct {
+	// Total is every request.
+	Total int
+	// Ping is GET /v2/, the version check clients make before anything else.
+	Ping int
+	// TagListPages is GET /v2/<name>/tags/list, one per page.
+	TagListPages int
+	// ManifestHead is HEAD /v2/<name>/manifests/<reference>.
+	ManifestHead int
+	// ManifestGet is GET /v2/<name>/manifests/<reference>.
+	ManifestGet int
+	// Unauthorized is the requests answered 401.
+	Unauthorized int
+	// Throttled is the requests answered 429 because of ThrottleNext.
+	Throttled int
+}
+
+// Registry is a running in-process OCI registry.
+type Registry struct {
+	// URL is the base URL, e.g. https://127.0.0.1:40123.
+	URL string
+	// CACertPEM is the PEM certificate of the CA that signed the server
+	// certificate; nil without TLS.
+	CACertPEM []byte
+	// ClientCertPEM and ClientKeyPEM are a client certificate and its key
+	// that the registry accepts; nil unless WithClientCertificates.
+	ClientCertPEM, ClientKeyPEM []byte
+
+	opts   options
+	server *httptest.Server
+	// store is the go-containerregistry registry handler holding the data.
+	store http.Handler
+
+	counts   counters
+	inFlight atomic.Int64
+	maxSeen  atomic.Int64
+
+	mu         sync.Mutex
+	throttleN  int
+	retryAfter string
+	gate       chan struct{}
+	// sortedTags caches the sorted tags of each repository for paging; any
+	// request that can change the registry clears it.
+	sortedTags map[string][]string
+}
+
+type counters struct {
+	total, ping, tagPages, head, get, unauthorized, throttled atomic.Int64
+}
+
+// Start starts a registry configured by opts and stops it when the test ends.
+func Start(t testing.TB, opts ...Option) *Registry {
+	t.Helper()
+	r := &Registry{
+		store:      ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))),
+		sortedTags: map[string][]string{},
+	}
+	for _, o := range opts {
+		o(&r.opts)
+	}
+	r.server = httptest.NewUnstartedServer(http.HandlerFunc(r.serveHTTP))
+	r.server.Config.ErrorLog = log.New(testLog{t}, "test registry: ", 0)
+	if r.opts.tls {
+		if r.opts.clientCerts {
+			pool, err := r.makeClientCertificate()
+			if err != nil {
+				t.Fatalf("making a client certificate for the test registry: %v", err)
+			}
+			r.server.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+		}
+		r.server.StartTLS()
+		r.CACertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.server.Certificate().Raw})
+	} else {
+		r.server.Start()
+	}
+	r.URL = r.server.URL
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *Registry) close() {
+	r.mu.Lock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = nil
+	}
+	r.mu.Unlock()
+	r.server.Close()
+}
+
+// Host returns the registry's host:port, as used in image names.
+func (r *Registry) Host() string {
+	return strings.TrimPrefix(strings.TrimPrefix(r.URL, "https://"), "http://")
+}
+
+// Image returns the image name of repository repo in this registry, e.g.
+// 127.0.0.1:40123/acme/agent.
+func (r *Registry) Image(repo string) string {
+	return r.Host() + "/" + repo
+}
+
+// Counts returns the requests received so far, by kind.
+func (r *Registry) Counts() Counts {
+	return Counts{
+		Total:        int(r.counts.total.Load()),
+		Ping:         int(r.counts.ping.Load()),
+		TagListPages: int(r.counts.tagPages.Load()),
+		ManifestHead: int(r.counts.head.Load()),
+		ManifestGet:  int(r.counts.get.Load()),
+		Unauthorized: int(r.counts.unauthorized.Load()),
+		Throttled:    int(r.counts.throttled.Load()),
+	}
+}
+
+// ResetCounts sets all request counts, and the maximum seen in flight, to 0.
+func (r *Registry) ResetCounts() {
+	for _, c := range []*atomic.Int64{&r.counts.total, &r.counts.ping, &r.counts.tagPages, &r.counts.head, &r.counts.get, &r.counts.unauthorized, &r.counts.throttled} {
+		c.Store(0)
+	}
+	r.maxSeen.Store(r.inFlight.Load())
+}
+
+// ThrottleNext makes the next n requests answer 429 Too Many Requests, with
+// a Retry-After header set to retryAfter (seconds, or an HTTP date) unless
+// it is empty.
+func (r *Registry) ThrottleNext(n int, retryAfter string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.throttleN, r.retryAfter = n, retryAfter
+}
+
+// Hold makes every request that arrives from now on wait, counted as in
+// flight, until release is called (or the test ends). Together with InFlight
+// and MaxInFlight it lets a test observe a client's concurrency.
+func (r *Registry) Hold() (release func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gate := make(chan struct{})
+	r.gate = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.gate == gate {
+				close(gate)
+				r.gate = nil
+			}
+		})
+	}
+}
+
+// InFlight returns the number of requests being served right now.
+func (r *Registry) InFlight() int {
+	return int(r.inFlight.Load())
+}
+
+// MaxInFlight returns the largest number of requests served at the same
+// time since the start (or the last ResetCounts).
+func (r *Registry) MaxInFlight() int {
+	return int(r.maxSeen.Load())
+}
+
+func (r *Registry) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	n := r.inFlight.Add(1)
+	defer r.inFlight.Add(-1)
+	for {
+		seen := r.maxSeen.Load()
+		if n <= seen || r.maxSeen.CompareAndSwap(seen, n) {
+			break
+		}
+	}
+	r.count(req)
+
+	r.mu.Lock()
+	gate := r.gate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+
+	if r.opts.username != "" {
+		user, pass, ok := req.BasicAuth()
+		if !ok || user != r.opts.username || pass != r.opts.password {
+			r.counts.unauthorized.Add(1)
+			w.Header().Set("WWW-Authenticate", `Basic realm="uprev-test-registry"`)
+			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
+			return
+		}
+	}
+	r.mu.Lock()
+	throttle := r.throttleN > 0
+	if throttle {
+		r.throttleN--
+	}
+	retryAfter := r.retryAfter
+	r.mu.Unlock()
+	if throttle {
+		r.counts.throttled.Add(1)
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		writeError(w, http.StatusTooManyRequests, "TOOMANYREQUESTS", "too many requests")
+		return
+	}
+	if r.opts.noManifestHead && req.Method == http.MethodHead && strings.Contains(req.URL.Path, "/manifests/") {
+		w.Header().Set("Allow", "GET, PUT, DELETE")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	if repo, ok := tagListRepo(req); ok {
+		r.serveTags(w, req, repo)
+		return
+	}
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		r.forgetTags()
+	}
+	r.store.ServeHTTP(w, req)
+}
+
+func (r *Registry) count(req *http.Request) {
+	r.counts.total.Add(1)
+	path := strings.TrimSuffix(req.URL.Path, "/")
+	switch {
+	case path == "/v2":
+		r.counts.ping.Add(1)
+	case strings.HasSuffix(path, "/tags/list"):
+		r.counts.tagPages.Add(1)
+	case strings.Contains(path, "/manifests/") && req.Method == http.MethodHead:
+		r.counts.head.Add(1)
+	case strings.Contains(path, "/manifests/") && req.Method == http.MethodGet:
+		r.counts.get.Add(1)
+	}
+}
+
+// tagListRepo returns the repository of a GET /v2/<name>/tags/list request.
+func tagListRepo(req *http.Request) (string, bool) {
+	if req.Method != http.MethodGet {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(req.URL.Path, "/v2/")
+	if !ok {
+		return "", false
+	}
+	repo, ok := strings.CutSuffix(rest, "/tags/list")
+	return repo, ok && repo != ""
+}
+
+// serveTags serves one page of a tag list. go-containerregistry's registry
+// understands n and last but sends no Link header (and returns every tag
+// when last is past the end), so paging is done here, on its full list.
+func (r *Registry) serveTags(w http.ResponseWriter, req *http.Request, repo string) {
+	tags, ok := r.allTags(req, repo)
+	if !ok {
+		writeError(w, http.StatusNotFound, "NAME_UNKNOWN", "Unknown name")
+		return
+	}
+	q := req.URL.Query()
+	if last := q.Get("last"); last != "" {
+		tags = tags[sort.SearchStrings(tags, last):]
+		if len(tags) > 0 && tags[0] == last {
+			tags = tags[1:]
+		}
+	}
+	n := r.opts.pageSize
+	if s := q.Get("n"); s != "" {
+		asked, err := strconv.Atoi(s)
+		if err != nil || asked < 0 {
+			writeError(w, http.StatusBadRequest, "PAGINATION_NUMBER_INVALID", "invalid n")
+			return
+		}
+		if n == 0 || asked < n {
+			n = asked
+		}
+	}
+	if n > 0 && len(tags) > n {
+		tags = tags[:n]
+		next := url.Values{"n": {strconv.Itoa(n)}, "last": {tags[n-1]}}
+		w.Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?%s>; rel="next"`, repo, next.Encode()))
+	}
+	body, err := json.Marshal(struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}{Name: repo, Tags: tags})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "UNKNOWN", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
+}
+
+// allTags returns the sorted tags of repo, asking the underlying registry
+// for its full list when the cache does not have it.
+func (r *Registry) allTags(req *http.Request, repo string) ([]string, bool) {
+	r.mu.Lock()
+	tags, ok := r.sortedTags[repo]
+	r.mu.Unlock()
+	if ok {
+		return tags, true
+	}
+	full := httptest.NewRequestWithContext(req.Context(), http.MethodGet, "/v2/"+repo+"/tags/list", nil)
+	rec := httptest.NewRecorder()
+	r.store.ServeHTTP(rec, full)
+	if rec.Code != http.StatusOK {
+		return nil, false
+	}
+	var list struct {
+		Tags []string `json:"tags"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	r.sortedTags[repo] = list.Tags
+	r.mu.Unlock()
+	return list.Tags, true
+}
+
+func (r *Registry) forgetTags() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.sortedTags)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"errors":[{"code":%q,"message":%q}]}`, code, message)
+}
+
+// PushImage pushes a small random image as repo:tag and returns its digest.
+// Every call pushes a different image, so digests differ between calls.
+func (r *Registry) PushImage(t testing.TB, repo, tag string) string {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatalf("making a random image: %v", err)
+	}
+	ref, err := name.NewTag(r.Image(repo)+":"+tag, name.Insecure)
+	if err != nil {
+		t.Fatalf("parsing image name: %v", err)
+	}
+	if err := remote.Write(ref, img, remote.WithTransport(handlerTransport{r})); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatalf("computing the digest of %s: %v", ref, err)
+	}
+	return digest.String()
+}
+
+// PushTags pushes one small random image and tags it with every tag in tags.
+// It writes the manifest once and then only tags it, so tens of thousands
+// of tags take well under a second.
+func (r *Registry) PushTags(t testing.TB, repo string, tags ...string) {
+	t.Helper()
+	if len(tags) == 0 {
+		return
+	}
+	r.PushImage(t, repo, tags[0])
+	get := httptest.NewRequest(http.MethodGet, "/v2/"+repo+"/manifests/"+tags[0], nil)
+	got := httptest.NewRecorder()
+	r.store.ServeHTTP(got, get)
+	if got.Code != http.StatusOK {
+		t.Fatalf("reading back %s:%s: status %d", repo, tags[0], got.Code)
+	}
+	manifest, mediaType := got.Body.Bytes(), got.Header().Get("Content-Type")
+	defer r.forgetTags()
+	for _, tag := range tags[1:] {
+		put := httptest.NewRequest(http.MethodPut, "/v2/"+repo+"/manifests/"+tag, bytes.NewReader(manifest))
+		put.Header.Set("Content-Type", mediaType)
+		rec := httptest.NewRecorder()
+		r.store.ServeHTTP(rec, put)
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("tagging %s:%s: status %d: %s", repo, tag, rec.Code, rec.Body)
+		}
+	}
+}
+
+// testLog writes the server's own log lines (TLS handshake failures) to the
+// test log.
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// handlerTransport serves requests with the registry's storage handler in
+// process, skipping the network, auth, throttling and counting.
+type handlerTransport struct{ r *Registry }
+
+func (h handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		defer h.r.forgetTags()
+	}
+	served := req.Clone(req.Context())
+	if served.Body == nil {
+		// Handlers expect a body on every request, as a server gives them.
+		served.Body = http.NoBody
+	}
+	rec := httptest.NewRecorder()
+	h.r.store.ServeHTTP(rec, served)
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
+}
+
+// makeClientCertificate makes a client CA and a client certificate signed
+// by it, stores the certificate and key in r, and returns a pool holding
+// the CA for the server to verify clients with.
+func (r *Registry) makeClientCertificate() (*x509.CertPool, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the client CA key: %w", err)
+	}
+	now := time.Now()
+	caTemplate := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "uprev test client CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("signing the client CA: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the client CA: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the client key: %w", err)
+	}
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "uprev test client"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("signing the client certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the client key: %w", err)
+	}
+	r.ClientCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	r.ClientKeyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pool, nil
+}

@@ -1,0 +1,232 @@
+package update
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrPathEscapesRoot is returned for an update path that leads outside the
+// checkout, such as ../other or an absolute path.
+var ErrPathEscapesRoot = errors.New("update path escapes the checkout root")
+
+// Options configures a run of RewriteMarkers.
+type Options struct {
+	// Policies maps each policy the run may write to its latest reference.
+	// Markers of other policies are left alone and listed as Unresolved.
+	Policies map[PolicyKey]Ref
+	// DefaultNamespace is the namespace of markers that name a policy
+	// without one ({"$imagepolicy": "agent"}). When empty, such markers are
+	// reported as invalid (Flux ignores them silently). A value with one
+	// colon is always namespace:name, as in Flux.
+	DefaultNamespace string
+	// Guard is asked about every change; nil allows all of them.
+	Guard Guard
+	// DryRun computes the result without writing any file.
+	DryRun bool
+}
+
+// RewriteMarkers rewrites the marked values in the YAML files (.yaml, .yml)
+// under dir, a directory given relative to the checkout root. Only files
+// containing MarkerToken are parsed, and only files in which a value
+// changed are written, atomically (temporary file and rename, mode kept).
+// Symbolic links and .git directories are skipped; nothing outside root is
+// ever read or written.
+//
+// A file that cannot be read or parsed, or that holds an invalid marker, is
+// reported in Result.FileErrors and left untouched; the run goes on. The
+// error is non-nil only when the run could not go on: dir escapes root
+// (ErrPathEscapesRoot), root or dir cannot be opened, ctx is done, or a file
+// could not be written. Files written before such an error stay written;
+// the Result then lists the changes made so far.
+func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result, error) {
+	if dir == "" {
+		dir = "."
+	}
+	if !filepath.IsLocal(dir) {
+		return Result{}, fmt.Errorf("%w: %q", ErrPathEscapesRoot, dir)
+	}
+	dir = filepath.ToSlash(filepath.Clean(dir))
+	checkout, err := os.OpenRoot(root)
+	if err != nil {
+		return Result{}, fmt.Errorf("opening checkout %s: %w", root, err)
+	}
+	defer checkout.Close()
+	tree, err := checkout.OpenRoot(dir)
+	if err != nil {
+		if linksOutside(root, dir) {
+			return Result{}, fmt.Errorf("%w: %s: %w", ErrPathEscapesRoot, dir, err)
+		}
+		return Result{}, fmt.Errorf("opening update path %s: %w", dir, err)
+	}
+	defer tree.Close()
+
+	rw := &rewriter{policies: opts.Policies, defaultNamespace: opts.DefaultNamespace, guard: opts.Guard}
+	files := &treeFiles{tree: tree}
+	defer files.closeDir()
+	var res Result
+	err = fs.WalkDir(tree.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		file := path.Join(dir, name)
+		switch {
+		case err != nil:
+			res.FileErrors = append(res.FileErrors, &FileError{File: file, Err: err})
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		case d.IsDir() && d.Name() == ".git":
+			return fs.SkipDir
+		case !d.Type().IsRegular() || !isYAMLName(name):
+			return nil
+		}
+		src, err := files.read(name)
+		if err != nil {
+			res.FileErrors = append(res.FileErrors, &FileError{File: file, Err: fmt.Errorf("reading: %w", err)})
+			return nil
+		}
+		if !bytes.Contains(src, []byte(MarkerToken)) {
+			return nil
+		}
+		fr := rw.rewriteFile(file, src)
+		if fr.out != nil && !opts.DryRun {
+			if err := files.write(name, fr.out, d); err != nil {
+				return fmt.Errorf("writing %s: %w", file, err)
+			}
+		}
+		res.Changes = append(res.Changes, fr.changes...)
+		res.Refused = append(res.Refused, fr.refused...)
+		res.Unresolved = append(res.Unresolved, fr.unresolved...)
+		res.FileErrors = append(res.FileErrors, fr.errs...)
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("rewriting markers under %s: %w", dir, err)
+	}
+	return res, nil
+}
+
+// linksOutside reports whether the local path dir resolves, through
+// symbolic links, to a place outside root.
+func linksOutside(root, dir string) bool {
+	resolvedRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	resolved, err := filepath.EvalSymlinks(filepath.Join(root, dir))
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(resolvedRoot, resolved)
+	return err != nil || !filepath.IsLocal(rel)
+}
+
+// isYAMLName reports whether a file name has a YAML extension.
+func isYAMLName(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// treeFiles reads and writes the files of a tree in walk order. It keeps the
+// directory of the last file open, so that reading a file costs one open
+// rather than one per path component, and reuses one read buffer.
+type treeFiles struct {
+	tree    *os.Root
+	dirName string
+	dir     *os.Root
+	buf     bytes.Buffer
+}
+
+// enterDir makes the directory holding name the open one.
+func (t *treeFiles) enterDir(name string) error {
+	dirName := path.Dir(name)
+	if t.dir != nil && t.dirName == dirName {
+		return nil
+	}
+	t.closeDir()
+	dir, err := t.tree.OpenRoot(dirName)
+	if err != nil {
+		return fmt.Errorf("opening directory: %w", err)
+	}
+	t.dir, t.dirName = dir, dirName
+	return nil
+}
+
+// closeDir closes the open directory, if any. The directory was only read
+// through, so an error closing it loses nothing.
+func (t *treeFiles) closeDir() {
+	if t.dir != nil {
+		_ = t.dir.Close()
+		t.dir = nil
+	}
+}
+
+// read returns the content of the file name; it is valid until the next
+// read.
+func (t *treeFiles) read(name string) ([]byte, error) {
+	if err := t.enterDir(name); err != nil {
+		return nil, err
+	}
+	f, err := t.dir.Open(path.Base(name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t.buf.Reset()
+	if _, err := t.buf.ReadFrom(f); err != nil {
+		return nil, err
+	}
+	return t.buf.Bytes(), nil
+}
+
+// write replaces the file name by data through a temporary file in the
+// same directory and a rename, keeping the file's permission bits.
+func (t *treeFiles) write(name string, data []byte, d fs.DirEntry) error {
+	if err := t.enterDir(name); err != nil {
+		return err
+	}
+	info, err := d.Info()
+	if err != nil {
+		return fmt.Errorf("reading file mode: %w", err)
+	}
+	perm := info.Mode().Perm()
+	base := path.Base(name)
+	dir := t.dir
+	var tmp string
+	var f *os.File
+	for range 10 {
+		tmp = "." + base + ".uprev-" + strconv.FormatUint(rand.Uint64(), 36)
+		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating temporary file: %w", err)
+	}
+	_, err = f.Write(data)
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		// OpenFile applied the umask; set the original bits exactly.
+		err = dir.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = dir.Rename(tmp, base)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("replacing file: %w", err), dir.Remove(tmp))
+	}
+	return nil
+}

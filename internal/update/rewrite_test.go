@@ -1,0 +1,113 @@
+package update_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/uprev-dev/uprev/internal/update"
+)
+
+const agentLine = "image: ghcr.io/acme/agent:1.0.0 # {\"$imagepolicy\": \"flux-system:agent\"}\n"
+
+// writeFiles creates the files under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRewriteMarkersRefusesPathsOutsideRoot(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	writeFiles(t, outside, map[string]string{"a.yaml": agentLine})
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"../", "..", "a/../../b", outside, "link", "link/"} {
+		t.Run(dir, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := update.RewriteMarkers(context.Background(), root, dir, update.Options{Policies: testPolicies()})
+			g.Expect(err).To(MatchError(update.ErrPathEscapesRoot))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(readTree(t, outside)).To(Equal(map[string]string{"a.yaml": agentLine}))
+}
+
+func TestRewriteMarkersMissingPath(t *testing.T) {
+	g := NewWithT(t)
+	_, err := update.RewriteMarkers(context.Background(), t.TempDir(), "./clusters", update.Options{})
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+	g.Expect(err).NotTo(MatchError(update.ErrPathEscapesRoot))
+}
+
+func TestRewriteMarkersSubpath(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"clusters/prod/app.yaml":     agentLine,
+		"clusters/.git/config.yaml":  agentLine,
+		"clusters/prod/APP.YML":      agentLine,
+		"clusters/prod/app.yaml.bak": agentLine,
+		"other/app.yaml":             agentLine,
+	})
+	if err := os.Symlink("app.yaml", filepath.Join(root, "clusters/prod/linked.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "clusters/prod/app.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := update.RewriteMarkers(context.Background(), root, "./clusters", update.Options{Policies: testPolicies()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Files()).To(Equal([]string{"clusters/prod/APP.YML", "clusters/prod/app.yaml"}))
+
+	changed := "image: ghcr.io/acme/agent:1.4.2 # {\"$imagepolicy\": \"flux-system:agent\"}\n"
+	tree := readTree(t, root)
+	g.Expect(tree["clusters/prod/app.yaml"]).To(Equal(changed))
+	g.Expect(tree["clusters/prod/APP.YML"]).To(Equal(changed))
+	g.Expect(tree["clusters/prod/app.yaml.bak"]).To(Equal(agentLine))
+	g.Expect(tree["clusters/.git/config.yaml"]).To(Equal(agentLine))
+	g.Expect(tree["other/app.yaml"]).To(Equal(agentLine))
+	g.Expect(tree).To(HaveLen(6), "no temporary file is left behind")
+
+	info, err := os.Stat(filepath.Join(root, "clusters/prod/app.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Mode().Perm()).To(Equal(fs.FileMode(0o600)))
+	link, err := os.Lstat(filepath.Join(root, "clusters/prod/linked.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(link.Mode() & fs.ModeSymlink).NotTo(BeZero())
+}
+
+func TestRewriteMarkersDryRun(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"app.yaml": agentLine})
+	res, err := update.RewriteMarkers(context.Background(), root, "", update.Options{Policies: testPolicies(), DryRun: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(HaveLen(1))
+	g.Expect(readTree(t, root)).To(Equal(map[string]string{"app.yaml": agentLine}))
+}
+
+func TestRewriteMarkersCancelled(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{"app.yaml": agentLine})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := update.RewriteMarkers(ctx, root, ".", update.Options{Policies: testPolicies()})
+	g.Expect(err).To(MatchError(context.Canceled))
+	g.Expect(readTree(t, root)).To(Equal(map[string]string{"app.yaml": agentLine}))
+}
