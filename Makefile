@@ -49,4 +49,4 @@ manifests: $(CONTROLLER_GEN)
 
 ## demo: a real control plane, registry and Git server; watch a tag push move a policy.
 demo: controlplane
-	go run ./test/demo
+	go test -count=1 -run TestDemo -v ./test/demo

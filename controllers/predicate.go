@@ -32,3 +32,29 @@ func scanRevision(repo *imagev1.ImageRepository) string {
 	}
 	return repo.Status.LastScanResult.Revision
 }
+
+// latestRefChangedPredicate passes ImagePolicy updates whose latest ref
+// changed, and new policies.
+type latestRefChangedPredicate struct {
+	predicate.Funcs
+}
+
+// Update passes an update when latestRef changed.
+func (latestRefChangedPredicate) Update(e event.UpdateEvent) bool {
+	before, ok := e.ObjectOld.(*imagev1.ImagePolicy)
+	if !ok {
+		return false
+	}
+	after, ok := e.ObjectNew.(*imagev1.ImagePolicy)
+	if !ok {
+		return false
+	}
+	return refString(before.Status.LatestRef) != refString(after.Status.LatestRef)
+}
+
+func refString(ref *imagev1.ImageRef) string {
+	if ref == nil {
+		return ""
+	}
+	return ref.String()
+}

@@ -14,6 +14,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/registry"
 )
 
@@ -80,6 +81,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		policies := &ImagePolicyReconciler{Scanner: scanner, Tags: tags}
 		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
+		}
+	}
+	if slices.Contains(opts.Controllers, WriteBack) {
+		clones, err := gitrepo.NewCache(filepath.Join(opts.StoragePath, "git"))
+		if err != nil {
+			return err
+		}
+		automations := &UpdateAutomationReconciler{Clones: clones}
+		if err := automations.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}
 	}
 	return nil

@@ -52,6 +52,21 @@ func transient(reason string, err error) error {
 	return &transientError{reason: reason, err: err}
 }
 
+// degradedError is a partial failure: the run did what it could and goes on
+// at its interval, but is not Ready until the cause is fixed.
+type degradedError struct {
+	reason string
+	err    error
+}
+
+func (e *degradedError) Error() string { return e.err.Error() }
+func (e *degradedError) Unwrap() error { return e.err }
+
+// degraded wraps err as a partial failure with the given condition reason.
+func degraded(reason string, err error) error {
+	return &degradedError{reason: reason, err: err}
+}
+
 // outcome is how one reconcile ended; the object's conditions, its
 // observedGeneration and the controller's result all follow from it.
 type outcome struct {
@@ -68,6 +83,7 @@ type outcome struct {
 func setConditions(obj statusObject, o outcome) (observed bool) {
 	var stall *stalledError
 	var retry *transientError
+	var partial *degradedError
 	switch {
 	case o.err == nil:
 		conditions.Delete(obj, meta.ReconcilingCondition)
@@ -78,6 +94,11 @@ func setConditions(obj statusObject, o outcome) (observed bool) {
 		conditions.Delete(obj, meta.ReconcilingCondition)
 		conditions.MarkStalled(obj, stall.reason, "%s", stall.Error())
 		conditions.MarkFalse(obj, meta.ReadyCondition, stall.reason, "%s", stall.Error())
+		return true
+	case errors.As(o.err, &partial):
+		conditions.Delete(obj, meta.ReconcilingCondition)
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkFalse(obj, meta.ReadyCondition, partial.reason, "%s", partial.Error())
 		return true
 	case errors.As(o.err, &retry):
 		conditions.Delete(obj, meta.StalledCondition)
@@ -97,8 +118,9 @@ func setConditions(obj statusObject, o outcome) (observed bool) {
 // after the jittered interval.
 func (o outcome) result() (ctrl.Result, error) {
 	var stall *stalledError
+	var partial *degradedError
 	switch {
-	case o.err == nil:
+	case o.err == nil, errors.As(o.err, &partial):
 		if o.requeueAfter <= 0 {
 			return ctrl.Result{}, nil
 		}

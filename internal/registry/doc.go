@@ -19,8 +19,8 @@
 //
 // Store keeps the scanned tags of each repository between scans and across
 // restarts, in a directory: one small file per repository, named by a hash
-// of its key, replaced atomically (written to a temporary file, synced and
-// renamed over the old one) and read only when asked for. Nothing is kept in
+// of its key, replaced atomically (written to a temporary file and renamed
+// over the old one) and read only when asked for. Nothing is kept in
 // memory between calls, so the memory of the controller does not grow with
 // the number of repositories or tags: a thousand repositories of a thousand
 // tags are ten megabytes on disk and nothing on the heap. An in-memory map
@@ -28,6 +28,8 @@
 // restart, which then rescans every registry at once; an embedded database
 // (Flux used BadgerDB) brings its own caches, compaction and background
 // goroutines for what is a key-to-blob mapping that the file system already
-// does well. A reader never sees a partly written file, and a crash leaves
-// either the old or the new list.
+// does well. A reader never sees a partly written file. Files are not
+// synced, since a scan rebuilds them: a power loss may cut the newest one
+// short, which its trailing tag count reveals, and Tags then reports the
+// repository as not stored rather than return part of a list.
 package registry

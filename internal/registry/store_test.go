@@ -57,11 +57,29 @@ func TestStoreKeysAreSafeFileNames(t *testing.T) {
 	g.Expect(entries).To(HaveLen(4))
 }
 
+func TestStoreDetectsACutShortFile(t *testing.T) {
+	g := NewWithT(t)
+	store := Store{Dir: t.TempDir()}
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+	path := store.path("apps/agent")
+	whole, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, cut := range []int{0, 6, 12, len(whole) - 1} {
+		g.Expect(os.WriteFile(path, whole[:cut], 0o600)).To(Succeed())
+		_, err := store.Tags("apps/agent")
+		g.Expect(err).To(MatchError(fs.ErrNotExist), "cut at %d", cut)
+	}
+	g.Expect(os.WriteFile(path, make([]byte, len(whole)), 0o600)).To(Succeed())
+	_, err = store.Tags("apps/agent")
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+}
+
 func TestStoreRejectsTagsItCannotStore(t *testing.T) {
 	g := NewWithT(t)
 	store := Store{Dir: t.TempDir()}
 	g.Expect(store.SetTags("k", []string{"ok", "bad\ntag"})).NotTo(Succeed())
 	g.Expect(store.SetTags("k", []string{""})).NotTo(Succeed())
+	g.Expect(store.SetTags("k", []string{"#count 0"})).NotTo(Succeed())
 	_, err := store.Tags("k")
 	g.Expect(err).To(MatchError(fs.ErrNotExist))
 }

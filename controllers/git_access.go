@@ -1,0 +1,62 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+)
+
+// gitRemote returns the repository of src with the credentials of its
+// Secret.
+func gitRemote(ctx context.Context, c client.Reader, namespace string, src uprevv1.GitSource) (*gitrepo.Remote, error) {
+	var data map[string][]byte
+	if src.SecretRef != nil {
+		var err error
+		if data, err = secretData(ctx, c, namespace, src.SecretRef.Name); err != nil {
+			return nil, err
+		}
+	}
+	remote, err := gitrepo.NewRemote(src.URL, data)
+	if err != nil {
+		if errors.Is(err, gitrepo.ErrInvalidSecret) {
+			return nil, transient(uprevv1.AuthenticationFailedReason, err)
+		}
+		return nil, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.url: %w", err))
+	}
+	return remote, nil
+}
+
+// commitSigner returns the signer of the automation's commits, nil when
+// commits are not signed.
+func commitSigner(ctx context.Context, c client.Reader, auto *uprevv1.UpdateAutomation) (*gitrepo.Signer, error) {
+	key := auto.Spec.Git.Commit.SigningKey
+	if key == nil {
+		return nil, nil
+	}
+	data, err := secretData(ctx, c, auto.Namespace, key.SecretRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := gitrepo.NewSigner(data)
+	if err != nil {
+		return nil, transient(uprevv1.InvalidSpecReason, fmt.Errorf("signing key %s: %w", key.SecretRef.Name, err))
+	}
+	return signer, nil
+}
+
+// gitError gives a Git failure its condition reason; every Git failure is
+// retried with backoff, as credentials, host keys and branches are fixed
+// outside the object.
+func gitError(err error) error {
+	switch {
+	case errors.Is(err, gitrepo.ErrAuthentication), errors.Is(err, gitrepo.ErrUnknownHostKey), errors.Is(err, gitrepo.ErrInvalidSecret):
+		return transient(uprevv1.AuthenticationFailedReason, err)
+	default:
+		return transient(uprevv1.GitOperationFailedReason, err)
+	}
+}

@@ -1,0 +1,401 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/predicates"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/policy"
+	"github.com/uprev-dev/uprev/internal/update"
+)
+
+// UpdateAutomationReconciler writes the versions ImagePolicies select into
+// Git.
+//
+// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
+type UpdateAutomationReconciler struct {
+	reconciler
+	// Clones keeps one clone per repository and branch, shared by all
+	// automations.
+	Clones *gitrepo.Cache
+}
+
+// SetupWithManager registers the reconciler; opts sets its concurrency.
+func (r *UpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.Client = mgr.GetClient()
+	r.Events = mgr.GetEventRecorder("uprev-update-automation")
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&uprevv1.UpdateAutomation{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		Watches(&imagev1.ImagePolicy{},
+			handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
+			builder.WithPredicates(latestRefChangedPredicate{})).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// automationsOfPolicy maps an ImagePolicy to the automations of its
+// namespace that select it.
+func (r *UpdateAutomationReconciler) automationsOfPolicy(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list uprevv1.UpdateAutomationList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing update automations of a policy")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, a := range list.Items {
+		sel, err := policySelector(&a)
+		if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
+		}
+	}
+	return reqs
+}
+
+// policySelector returns the automation's label selector over policies.
+func policySelector(auto *uprevv1.UpdateAutomation) (labels.Selector, error) {
+	if auto.Spec.PolicySelector == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(auto.Spec.PolicySelector)
+}
+
+// Reconcile runs one UpdateAutomation.
+func (r *UpdateAutomationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	auto := &uprevv1.UpdateAutomation{}
+	if err := r.Get(ctx, req.NamespacedName, auto); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := statusFields{&auto.Status.ObservedGeneration, &auto.Status.ReconcileRequestStatus}
+	return r.run(ctx, auto, st, auto.Spec.Suspend, func(ctx context.Context) outcome {
+		run := &automationRun{auto: auto}
+		err := r.reconcile(ctx, run)
+		return outcome{err: err, message: run.summary(), requeueAfter: auto.Spec.Interval.Duration}
+	})
+}
+
+// automationRun is the state one run's phases share.
+type automationRun struct {
+	auto     *uprevv1.UpdateAutomation
+	template *template.Template
+	// policies are the selected, ready policies by key.
+	policies map[update.PolicyKey]*imagev1.ImagePolicy
+	// notReady names selected policies without a latest ref yet.
+	notReady []string
+	session  *gitrepo.Session
+	holds    []gitrepo.Hold
+	// result is the rewrite that went into the pushed commit (or would
+	// have, when nothing changed).
+	result update.Result
+	commit string
+}
+
+// reconcile runs the phases in order; each wraps its error with what it was
+// doing.
+func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automationRun) error {
+	phases := []func(context.Context, *automationRun) error{
+		r.validate,
+		r.selectPolicies,
+		r.openRepository,
+		r.readHolds,
+		r.writeBack,
+	}
+	defer func() {
+		if run.session != nil {
+			run.session.Close()
+		}
+	}()
+	for _, phase := range phases {
+		if err := phase(ctx, run); err != nil {
+			return err
+		}
+	}
+	r.recordStatus(ctx, run)
+	if errs := run.result.FileErrors; len(errs) > 0 {
+		return degraded(uprevv1.UpdateFailedReason, fmt.Errorf("%d files left as they were: %w", len(errs), run.result.Err()))
+	}
+	return nil
+}
+
+// validate checks what the spec alone can tell.
+func (r *UpdateAutomationReconciler) validate(_ context.Context, run *automationRun) error {
+	spec := run.auto.Spec
+	switch {
+	case spec.Git.Ref.Branch == "":
+		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref.branch is required: an automation checks out and writes branches")
+	case len(spec.CRDs) > 0:
+		return stalledf(uprevv1.InvalidSpecReason, "spec.crds is not supported by this version of uprev yet")
+	}
+	if _, err := policySelector(run.auto); err != nil {
+		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.policySelector: %w", err))
+	}
+	t, err := update.ParseMessageTemplate(spec.Git.Commit.MessageTemplate)
+	if err != nil {
+		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+	}
+	run.template = t
+	return nil
+}
+
+// selectPolicies reads the selected policies; those without a latest ref
+// are skipped and reported, never written as empty.
+func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *automationRun) error {
+	sel, _ := policySelector(run.auto)
+	var list imagev1.ImagePolicyList
+	if err := r.List(ctx, &list, client.InNamespace(run.auto.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("listing image policies: %w", err)
+	}
+	run.policies = map[update.PolicyKey]*imagev1.ImagePolicy{}
+	for i := range list.Items {
+		pol := &list.Items[i]
+		if pol.Status.LatestRef == nil || !conditions.IsReady(pol) {
+			run.notReady = append(run.notReady, pol.Name)
+			continue
+		}
+		run.policies[update.PolicyKey{Namespace: pol.Namespace, Name: pol.Name}] = pol
+	}
+	return nil
+}
+
+// openRepository brings the kept clone up to date and locks it for the run.
+func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *automationRun) error {
+	remote, err := gitRemote(ctx, r.Client, run.auto.Namespace, run.auto.Spec.Git.GitSource)
+	if err != nil {
+		return err
+	}
+	run.session, err = r.Clones.Open(ctx, remote, gitrepo.OpenOptions{
+		Branch:     run.auto.Spec.Git.Ref.Branch,
+		PushBranch: run.auto.PushBranch(),
+	})
+	if err != nil {
+		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
+	}
+	return nil
+}
+
+// readHolds finds the versions people reverted and keeps those still in
+// force: the policy still selects the held version and the hold was not
+// released by annotation.
+func (r *UpdateAutomationReconciler) readHolds(_ context.Context, run *automationRun) error {
+	holds, err := run.session.Holds(gitrepo.HoldOptions{})
+	if err != nil {
+		return gitError(fmt.Errorf("reading reverts: %w", err))
+	}
+	released := releasedHolds(run.auto.Annotations[uprevv1.HoldReleaseAnnotation])
+	for _, h := range holds {
+		pol, ok := run.policies[policyKey(h.Policy)]
+		if !ok || !holdsVersion(h, pol.Status.LatestRef) || released(h) {
+			continue
+		}
+		run.holds = append(run.holds, h)
+	}
+	return nil
+}
+
+// writeBack rewrites the markers and pushes one commit when something
+// changed.
+func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automationRun) error {
+	auto := run.auto
+	refs := make(map[update.PolicyKey]update.Ref, len(run.policies))
+	for key, pol := range run.policies {
+		refs[key] = update.Ref{Image: pol.Status.LatestRef.Name, Tag: pol.Status.LatestRef.Tag, Digest: pol.Status.LatestRef.Digest}
+	}
+	signer, err := commitSigner(ctx, r.Client, auto)
+	if err != nil {
+		return err
+	}
+	opts := gitrepo.WriteBackOptions{
+		AuthorName:  auto.Spec.Git.Commit.Author.Name,
+		AuthorEmail: auto.Spec.Git.Commit.Author.Email,
+		Signer:      signer,
+	}
+	edit := func(dir string) (string, error) {
+		res, err := update.RewriteMarkers(ctx, dir, auto.Spec.Update.Path, update.Options{
+			Policies:         refs,
+			DefaultNamespace: auto.Namespace,
+			Guard:            run.guard,
+		})
+		run.result = res
+		if err != nil {
+			if errors.Is(err, update.ErrPathEscapesRoot) {
+				return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.update.path: %w", err))
+			}
+			return "", err
+		}
+		if !res.Changed() {
+			return "", nil
+		}
+		return commitMessage(run.template, auto, res)
+	}
+	run.commit, err = run.session.WriteBack(ctx, opts, edit)
+	if err != nil {
+		var stall *stalledError
+		if errors.As(err, &stall) {
+			return err
+		}
+		return gitError(fmt.Errorf("writing back to %s: %w", auto.PushBranch(), err))
+	}
+	return nil
+}
+
+// commitMessage writes the message of a run's commit: the template's text,
+// then one Uprev-Update trailer per policy update, which revert detection
+// reads back.
+func commitMessage(t *template.Template, auto *uprevv1.UpdateAutomation, res update.Result) (string, error) {
+	data := update.CommitData{
+		Automation: auto.Namespace + "/" + auto.Name,
+		Changes:    res.Changes,
+		Updates:    res.Updates(),
+	}
+	msg, err := update.CommitMessage(t, data)
+	if err != nil {
+		return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	b.WriteString("\n")
+	for _, u := range data.Updates {
+		oldVersion, newVersion := u.Versions()
+		b.WriteString(gitrepo.FormatUpdateTrailer(gitrepo.Update{Policy: u.Policy.String(), Old: oldVersion, New: newVersion}))
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}
+
+// guard refuses held versions and, unless allowed, downgrades.
+func (run *automationRun) guard(c update.Change) (bool, string) {
+	for _, h := range run.holds {
+		if policyKey(h.Policy) == c.Policy && holdsRef(h, c.Latest) {
+			return false, fmt.Sprintf("held: %s was reverted in %s", h.Version, shortSHA(h.RevertedIn))
+		}
+	}
+	if run.auto.Spec.AllowDowngrade || c.Old.Tag == "" || c.Old.Tag == c.New.Tag {
+		return true, ""
+	}
+	pol := run.policies[c.Policy]
+	order, err := policy.Compare(pol.Spec.Policy, pol.Spec.FilterTags, c.Old.Tag, c.New.Tag)
+	if err == nil && order > 0 {
+		return false, fmt.Sprintf("downgrade from %s to %s refused", c.Old.Tag, c.New.Tag)
+	}
+	return true, ""
+}
+
+// recordStatus writes what the run saw and did into status, and records
+// events for a push and for refused downgrades.
+func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *automationRun) {
+	auto := run.auto
+	auto.Status.ObservedPolicies = map[string]uprevv1.ImageRef{}
+	for key, pol := range run.policies {
+		ref := pol.Status.LatestRef
+		auto.Status.ObservedPolicies[key.Name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}
+	}
+	auto.Status.Holds = nil
+	for _, h := range run.holds {
+		auto.Status.Holds = append(auto.Status.Holds, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
+	}
+	before := auto.Status.RefusedDowngrades
+	auto.Status.RefusedDowngrades = nil
+	for _, refusal := range run.result.Refused {
+		if !strings.HasPrefix(refusal.Reason, "downgrade") {
+			continue
+		}
+		c := refusal.Change
+		d := uprevv1.RefusedDowngrade{Policy: c.Policy.String(), File: c.File, Current: c.Old.Tag, Selected: c.New.Tag}
+		auto.Status.RefusedDowngrades = append(auto.Status.RefusedDowngrades, d)
+		if !containsDowngrade(before, d) {
+			r.Events.Eventf(auto, nil, corev1.EventTypeWarning, "DowngradeRefused", "Update",
+				"%s: %s stays at %s; the policy selects the lower %s (set spec.allowDowngrade to allow it)", c.File, c.Policy, c.Old.Tag, c.New.Tag)
+		}
+	}
+	if run.commit != "" {
+		now := metav1.Now()
+		auto.Status.LastPushCommit = run.commit
+		auto.Status.LastPushTime = &now
+		r.Events.Eventf(auto, nil, corev1.EventTypeNormal, "Pushed", "Push",
+			"Pushed commit %s to %s: %s", shortSHA(run.commit), auto.PushBranch(), update.Subject(update.CommitData{Updates: run.result.Updates()}))
+		ctrl.LoggerFrom(ctx).Info("Pushed commit", "commit", run.commit, "branch", auto.PushBranch(), "changes", len(run.result.Changes))
+	}
+}
+
+// summary is the Ready message of a successful run.
+func (run *automationRun) summary() string {
+	var parts []string
+	if run.commit != "" {
+		parts = append(parts, fmt.Sprintf("pushed %s to %s", shortSHA(run.commit), run.auto.PushBranch()))
+	} else {
+		parts = append(parts, "no change")
+	}
+	if n := len(run.holds); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d held", n))
+	}
+	if n := len(run.auto.Status.RefusedDowngrades); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d downgrades refused", n))
+	}
+	if len(run.notReady) > 0 {
+		parts = append(parts, "skipped policies not ready: "+strings.Join(run.notReady, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func containsDowngrade(list []uprevv1.RefusedDowngrade, d uprevv1.RefusedDowngrade) bool {
+	for _, x := range list {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// policyKey parses `namespace/name`.
+func policyKey(s string) update.PolicyKey {
+	ns, name, _ := strings.Cut(s, "/")
+	return update.PolicyKey{Namespace: ns, Name: name}
+}
+
+// holdsVersion reports whether hold h is on the version ref names.
+func holdsVersion(h gitrepo.Hold, ref *imagev1.ImageRef) bool {
+	return ref != nil && holdsRef(h, update.Ref{Tag: ref.Tag, Digest: ref.Digest})
+}
+
+// holdsRef reports whether hold h is on ref's tag (or tag@digest, the form
+// of a digest-only update).
+func holdsRef(h gitrepo.Hold, ref update.Ref) bool {
+	return h.Version == ref.Tag || (ref.Digest != "" && h.Version == ref.Tag+"@"+ref.Digest)
+}
+
+// releasedHolds parses the release annotation: `*`, or comma-separated
+// `<namespace>/<policy> <version>` entries.
+func releasedHolds(annotation string) func(gitrepo.Hold) bool {
+	released := map[string]bool{}
+	for _, entry := range strings.Split(annotation, ",") {
+		released[strings.Join(strings.Fields(entry), " ")] = true
+	}
+	return func(h gitrepo.Hold) bool {
+		return released["*"] || released[h.Policy+" "+h.Version]
+	}
+}
+
+// shortSHA abbreviates a commit SHA for messages.
+func shortSHA(sha string) string {
+	return sha[:min(len(sha), 10)]
+}

@@ -1,0 +1,344 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/utils/merkletrie"
+)
+
+// DefaultPushAttempts is how many times WriteBack pushes when the remote
+// branch keeps moving, unless WriteBackOptions says otherwise.
+const DefaultPushAttempts = 5
+
+// EditFunc changes files in the working tree dir and returns the message of
+// the commit that records the change, or "" when it changed nothing. The
+// message comes from the edit because it lists what changed, which can
+// differ between attempts. WriteBack runs it again, on a fresh working
+// tree, each time a push is rejected because the remote branch moved. Even
+// with a message, nothing is committed when git sees no change.
+type EditFunc func(dir string) (message string, err error)
+
+// WriteBackOptions describes the commit WriteBack makes.
+type WriteBackOptions struct {
+	// AuthorName and AuthorEmail identify the author and committer.
+	AuthorName, AuthorEmail string
+	// Signer signs the commit; nil leaves it unsigned.
+	Signer *Signer
+	// MaxAttempts bounds the pushes; zero means DefaultPushAttempts.
+	MaxAttempts int
+}
+
+// WriteBack lets edit change the working tree and, when it changed
+// something, commits that as one commit and pushes it to the push branch,
+// never forcing. It returns the pushed commit's SHA, or "" when nothing
+// changed.
+//
+// The commit is made on top of the push branch. When the push branch differs
+// from the branch and does not exist on the remote, it starts at the branch
+// tip; when it exists and lacks commits of the branch, they are brought in:
+// by a fast-forward when the push branch has nothing of its own, otherwise
+// by making the commit a merge of the branch into the push branch, in which
+// files changed on both sides take the branch's version before edit runs.
+//
+// WriteBack may be called once per Session. A push rejected because the
+// push branch moved is retried on the new tip (fetch, reset, edit, commit)
+// up to MaxAttempts times, then fails with a *PushRejectedError; nothing
+// anyone else pushed is lost.
+func (s *Session) WriteBack(ctx context.Context, opts WriteBackOptions, edit EditFunc) (string, error) {
+	if s.wroteBack {
+		return "", errors.New("writing back: the session has already been written back")
+	}
+	s.wroteBack = true
+	attempts := opts.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultPushAttempts
+	}
+	for attempt := 1; ; attempt++ {
+		expected := s.remotePushTip()
+		parents, err := s.startCommit()
+		if err != nil {
+			return "", fmt.Errorf("preparing branch %q: %w", s.pushBranch, err)
+		}
+		commit, err := s.commit(opts, parents, edit)
+		if err != nil || commit.IsZero() {
+			return "", err
+		}
+		err = s.push(ctx, commit)
+		if err == nil {
+			return commit.String(), nil
+		}
+		if isRemoteError(err) || ctx.Err() != nil {
+			return "", fmt.Errorf("pushing to branch %q: %w", s.pushBranch, err)
+		}
+		if serr := s.sync(ctx); serr != nil {
+			return "", fmt.Errorf("pushing to branch %q: %w (fetching afterwards: %w)", s.pushBranch, err, serr)
+		}
+		if s.remotePushTip() == expected {
+			// The branch did not move: the rejection has another cause.
+			return "", fmt.Errorf("pushing to branch %q: %w", s.pushBranch, err)
+		}
+		if attempt == attempts {
+			return "", &PushRejectedError{Branch: s.pushBranch, Attempts: attempts, Err: err}
+		}
+	}
+}
+
+// remotePushTip returns the fetched tip of the push branch, zero when it
+// does not exist on the remote.
+func (s *Session) remotePushTip() plumbing.Hash {
+	if s.pushBranch == s.branch {
+		return s.branchTip()
+	}
+	return s.pushTip
+}
+
+// startCommit checks out the commit to build on and returns the parents of
+// the commit to make.
+func (s *Session) startCommit() ([]plumbing.Hash, error) {
+	tip := s.branchTip()
+	if s.pushTip.IsZero() || s.pushTip == tip {
+		return []plumbing.Hash{tip}, s.resetTo(tip)
+	}
+	pushCommit, err := s.repo.CommitObject(s.pushTip)
+	if err != nil {
+		return nil, fmt.Errorf("reading the push branch tip: %w", err)
+	}
+	tipCommit, err := s.repo.CommitObject(tip)
+	if err != nil {
+		return nil, fmt.Errorf("reading the branch tip: %w", err)
+	}
+	if upToDate, err := tipCommit.IsAncestor(pushCommit); err != nil || upToDate {
+		return []plumbing.Hash{s.pushTip}, errors.Join(err, s.resetTo(s.pushTip))
+	}
+	if behind, err := pushCommit.IsAncestor(tipCommit); err != nil || behind {
+		return []plumbing.Hash{tip}, errors.Join(err, s.resetTo(tip))
+	}
+	if err := s.resetTo(s.pushTip); err != nil {
+		return nil, err
+	}
+	s.cleanAt = plumbing.ZeroHash
+	if err := s.mergeIntoWorktree(pushCommit, tipCommit); err != nil {
+		return nil, fmt.Errorf("merging branch %q into %q: %w", s.branch, s.pushBranch, err)
+	}
+	return []plumbing.Hash{s.pushTip, tip}, nil
+}
+
+// mergeIntoWorktree applies to the working tree and index, which hold ours,
+// every file that theirs changed since the merge base. Files both sides
+// changed take theirs' version.
+func (s *Session) mergeIntoWorktree(ours, theirs *object.Commit) error {
+	bases, err := ours.MergeBase(theirs)
+	if err != nil {
+		return fmt.Errorf("finding the merge base: %w", err)
+	}
+	if len(bases) == 0 {
+		return errors.New("the branches share no history")
+	}
+	baseTree, err := bases[0].Tree()
+	if err != nil {
+		return fmt.Errorf("reading the merge base tree: %w", err)
+	}
+	theirTree, err := theirs.Tree()
+	if err != nil {
+		return fmt.Errorf("reading the branch tree: %w", err)
+	}
+	changes, err := object.DiffTree(baseTree, theirTree)
+	if err != nil {
+		return fmt.Errorf("comparing trees: %w", err)
+	}
+	paths := make([]string, 0, len(changes))
+	for _, change := range changes {
+		action, err := change.Action()
+		if err != nil {
+			return err
+		}
+		if action == merkletrie.Delete {
+			paths = append(paths, change.From.Name)
+			full := filepath.Join(s.dir, filepath.FromSlash(change.From.Name))
+			if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("removing %s: %w", change.From.Name, err)
+			}
+			continue
+		}
+		paths = append(paths, change.To.Name)
+		if err := s.writeEntry(change.To.Name, change.To.TreeEntry); err != nil {
+			return err
+		}
+	}
+	return s.stage(paths)
+}
+
+// writeEntry writes the blob of a tree entry to path in the working tree.
+func (s *Session) writeEntry(path string, entry object.TreeEntry) error {
+	blob, err := s.repo.BlobObject(entry.Hash)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	r, err := blob.Reader()
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer r.Close()
+	content, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	full := filepath.Join(s.dir, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.RemoveAll(full); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	switch entry.Mode {
+	case filemode.Regular, filemode.Deprecated:
+		err = os.WriteFile(full, content, 0o644)
+	case filemode.Executable:
+		err = os.WriteFile(full, content, 0o755)
+	case filemode.Symlink:
+		err = os.Symlink(string(content), full)
+	default:
+		return fmt.Errorf("writing %s: unsupported file mode %s", path, entry.Mode)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// commit runs edit and commits what it changed with parents, returning the
+// zero hash when nothing changed.
+func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit EditFunc) (plumbing.Hash, error) {
+	s.cleanAt = plumbing.ZeroHash
+	message, err := edit(s.dir)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("editing files: %w", err)
+	}
+	if message == "" {
+		return plumbing.ZeroHash, nil
+	}
+	w, err := s.repo.Worktree()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("opening the working tree: %w", err)
+	}
+	status, err := w.Status()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading the working tree status: %w", err)
+	}
+	var paths []string
+	for path, st := range status {
+		if st.Worktree != git.Unmodified {
+			paths = append(paths, path)
+		}
+	}
+	if len(paths) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	if err := s.stage(paths); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	who := &object.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail, When: time.Now()}
+	commitOpts := &git.CommitOptions{Author: who, Committer: who, Parents: parents}
+	opts.Signer.apply(commitOpts)
+	hash, err := w.Commit(message, commitOpts)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("committing: %w", err)
+	}
+	return hash, nil
+}
+
+// stage stores the working tree's version of each path as a blob and
+// updates the index in one write, as `git add --all <paths>` would; a path
+// missing from the working tree leaves the index.
+func (s *Session) stage(paths []string) error {
+	idx, err := s.repo.Storer.Index()
+	if err != nil {
+		return fmt.Errorf("reading the index: %w", err)
+	}
+	for _, path := range paths {
+		full := filepath.Join(s.dir, filepath.FromSlash(path))
+		info, err := os.Lstat(full)
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, err := idx.Remove(path); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
+				return fmt.Errorf("unstaging %s: %w", path, err)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("staging %s: %w", path, err)
+		}
+		mode, err := filemode.NewFromOSFileMode(info.Mode())
+		if err != nil {
+			return fmt.Errorf("staging %s: %w", path, err)
+		}
+		hash, err := s.storeBlob(full, info)
+		if err != nil {
+			return fmt.Errorf("staging %s: %w", path, err)
+		}
+		entry, err := idx.Entry(path)
+		if errors.Is(err, index.ErrEntryNotFound) {
+			entry = idx.Add(path)
+		} else if err != nil {
+			return fmt.Errorf("staging %s: %w", path, err)
+		}
+		entry.Hash, entry.Mode, entry.ModifiedAt, entry.Size = hash, mode, info.ModTime(), uint32(info.Size())
+	}
+	if err := s.repo.Storer.SetIndex(idx); err != nil {
+		return fmt.Errorf("writing the index: %w", err)
+	}
+	return nil
+}
+
+// storeBlob writes the content of the file at full (a symlink's target) to
+// the object store and returns its hash.
+func (s *Session) storeBlob(full string, info fs.FileInfo) (plumbing.Hash, error) {
+	var content []byte
+	var err error
+	if info.Mode()&fs.ModeSymlink != 0 {
+		var target string
+		target, err = os.Readlink(full)
+		content = []byte(filepath.ToSlash(target))
+	} else {
+		content, err = os.ReadFile(full)
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	obj := s.repo.Storer.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(int64(len(content)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	_, werr := w.Write(content)
+	if err := errors.Join(werr, w.Close()); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.repo.Storer.SetEncodedObject(obj)
+}
+
+// push pushes commit to the push branch, without force.
+func (s *Session) push(ctx context.Context, commit plumbing.Hash) error {
+	spec := config.RefSpec(fmt.Sprintf("%s:%s", commit, plumbing.NewBranchReferenceName(s.pushBranch)))
+	err := s.repo.PushContext(ctx, &git.PushOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []config.RefSpec{spec},
+		Auth:       s.remote.auth,
+		CABundle:   s.remote.caBundle,
+	})
+	return classify(err)
+}

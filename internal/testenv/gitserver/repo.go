@@ -1,0 +1,181 @@
+package gitserver
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Identity of the commits the helpers make, standing for a person who pushes
+// to the repository besides the code under test.
+const (
+	AuthorName  = "Someone Else"
+	AuthorEmail = "someone@example.com"
+)
+
+// Commit is one commit of a branch's history, as Log returns it.
+type Commit struct {
+	// SHA is the full commit hash.
+	SHA string
+	// Parents are the full hashes of the parent commits.
+	Parents []string
+	// Subject is the first line of the message.
+	Subject string
+	// Body is the message after the subject and the blank line.
+	Body string
+}
+
+// InitRepo creates the bare repository name whose branch holds one commit
+// with files (path → content), makes branch its default branch, and returns
+// its HTTP URL.
+func (s *Server) InitRepo(t testing.TB, name, branch string, files map[string]string) string {
+	t.Helper()
+	bare := s.RepoDir(name)
+	s.run(t, "", nil, "init", "--quiet", "--bare", "--initial-branch="+branch, bare)
+	work := t.TempDir()
+	s.run(t, work, nil, "init", "--quiet", "--initial-branch="+branch)
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		writeFile(t, filepath.Join(work, p), files[p])
+	}
+	s.run(t, work, nil, "add", "--all")
+	s.run(t, work, nil, "commit", "--quiet", "--allow-empty", "-m", "Initial commit")
+	s.run(t, work, nil, "push", "--quiet", bare, branch)
+	return s.HTTPURL(name)
+}
+
+// Clone clones the repository name with the git CLI into a new temporary
+// directory and returns it.
+func (s *Server) Clone(t testing.TB, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	s.run(t, "", nil, "clone", "--quiet", s.RepoDir(name), dir)
+	return dir
+}
+
+// CommitFile commits path with content on branch of the repository name, as
+// another person pushing to it would, and returns the new commit's SHA. The
+// branch is created when it does not exist. It does not need a work tree, so
+// it can run concurrently with clients of the server; the branch is moved
+// only if it still points at the commit the new one was built on.
+func (s *Server) CommitFile(t testing.TB, name, branch, path, content, msg string) string {
+	t.Helper()
+	bare := s.RepoDir(name)
+	ref := "refs/heads/" + branch
+	parent := s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref)
+	index := filepath.Join(t.TempDir(), "index")
+	env := []string{"GIT_INDEX_FILE=" + index}
+	if parent != "" {
+		s.run(t, bare, env, "read-tree", parent)
+	}
+	blob := strings.TrimSpace(s.runInput(t, bare, nil, content, "hash-object", "-w", "--stdin"))
+	s.run(t, bare, env, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+path)
+	tree := strings.TrimSpace(s.run(t, bare, env, "write-tree"))
+	args := []string{"commit-tree", tree, "-F", "-"}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	sha := strings.TrimSpace(s.runInput(t, bare, nil, msg, args...))
+	if parent == "" {
+		s.run(t, bare, nil, "update-ref", ref, sha, "")
+	} else {
+		s.run(t, bare, nil, "update-ref", ref, sha, parent)
+	}
+	return sha
+}
+
+// Revert reverts commit sha on branch of the repository name with `git
+// revert`, pushes it, and returns the revert commit's SHA.
+func (s *Server) Revert(t testing.TB, name, branch, sha string) string {
+	t.Helper()
+	dir := t.TempDir()
+	s.run(t, "", nil, "clone", "--quiet", "--branch", branch, s.RepoDir(name), dir)
+	s.run(t, dir, nil, "revert", "--no-edit", sha)
+	s.run(t, dir, nil, "push", "--quiet", "origin", branch)
+	return strings.TrimSpace(s.run(t, dir, nil, "rev-parse", "HEAD"))
+}
+
+// Log returns the history of branch in the repository name, newest first.
+func (s *Server) Log(t testing.TB, name, branch string) []Commit {
+	t.Helper()
+	out := s.Git(t, name, "log", "--format=%H%x00%P%x00%s%x00%b%x1e", "refs/heads/"+branch)
+	var commits []Commit
+	for _, rec := range strings.Split(out, "\x1e") {
+		fields := strings.Split(strings.TrimLeft(rec, "\n"), "\x00")
+		if len(fields) != 4 {
+			continue
+		}
+		c := Commit{SHA: fields[0], Subject: fields[2], Body: strings.TrimRight(fields[3], "\n")}
+		if fields[1] != "" {
+			c.Parents = strings.Fields(fields[1])
+		}
+		commits = append(commits, c)
+	}
+	return commits
+}
+
+// ReadFile returns the content of path at the tip of branch in the
+// repository name.
+func (s *Server) ReadFile(t testing.TB, name, branch, path string) string {
+	t.Helper()
+	return s.run(t, s.RepoDir(name), nil, "show", "refs/heads/"+branch+":"+path)
+}
+
+// Git runs git with args in the bare repository name and returns its
+// standard output with surrounding white space trimmed.
+func (s *Server) Git(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	return strings.TrimSpace(s.run(t, s.RepoDir(name), nil, args...))
+}
+
+func (s *Server) run(t testing.TB, dir string, env []string, args ...string) string {
+	t.Helper()
+	return s.runInput(t, dir, env, "", args...)
+}
+
+func (s *Server) runInput(t testing.TB, dir string, env []string, input string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(s.git, args...)
+	cmd.Dir = dir
+	cmd.Env = append(gitEnv(), env...)
+	cmd.Stdin = strings.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// gitEnv isolates git from the user's and the system's configuration and
+// gives it an identity.
+func gitEnv() []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.TempDir(),
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=" + AuthorName,
+		"GIT_AUTHOR_EMAIL=" + AuthorEmail,
+		"GIT_COMMITTER_NAME=" + AuthorName,
+		"GIT_COMMITTER_EMAIL=" + AuthorEmail,
+	}
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatalf("creating %s: %v", filepath.Dir(path), err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatalf("writing %s: %v", path, err)
+	}
+}

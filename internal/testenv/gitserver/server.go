@@ -1,0 +1,199 @@
+// Package gitserver runs a real Git server for tests: git http-backend behind
+// an in-process HTTP(S) server, and an SSH server that runs git-upload-pack
+// and git-receive-pack, both serving the same bare repositories.
+//
+// Every test that needs a Git remote should start one with Start; the helpers
+// on Server (InitRepo, CommitFile, Revert, Log, ...) act on the bare
+// repositories directly with the git CLI, as another person pushing would.
+package gitserver
+
+import (
+	"crypto/subtle"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Realm is the realm the HTTP server names in its WWW-Authenticate header.
+const Realm = "uprev-test"
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	username, password string
+	bearerToken        string
+	tls                bool
+}
+
+// WithBasicAuth makes the HTTP server require these basic-auth credentials
+// on every request.
+func WithBasicAuth(username, password string) Option {
+	return func(c *config) { c.username, c.password = username, password }
+}
+
+// WithBearerToken makes the HTTP server require `Authorization: Bearer
+// <token>` on every request.
+func WithBearerToken(token string) Option {
+	return func(c *config) { c.bearerToken = token }
+}
+
+// WithTLS serves HTTPS with a certificate from the test's own CA (see
+// Server.CACertPEM) instead of plain HTTP.
+func WithTLS() Option {
+	return func(c *config) { c.tls = true }
+}
+
+// Counts tells how many ref advertisements the server has sent, one per
+// fetch, clone or push by any client over HTTP or SSH.
+type Counts struct {
+	// UploadPack counts git-upload-pack sessions (clone, fetch, ls-remote).
+	UploadPack int64
+	// ReceivePack counts git-receive-pack sessions (push).
+	ReceivePack int64
+}
+
+// Server is a running Git server. It is stopped by the test's cleanup.
+type Server struct {
+	root    string
+	git     string
+	http    *httptest.Server
+	ssh     *sshServer
+	cfg     config
+	uploads atomic.Int64
+	pushes  atomic.Int64
+}
+
+// Start starts a Git server with HTTP and SSH endpoints over an empty
+// directory of bare repositories. It fails the test if git is not installed.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("the Git test server needs the git binary (apt-get install git): %v", err)
+	}
+	s := &Server{root: t.TempDir(), git: gitPath}
+	for _, o := range opts {
+		o(&s.cfg)
+	}
+	backend := &cgi.Handler{
+		Path: gitPath,
+		Args: []string{"http-backend"},
+		Dir:  s.root,
+		Env: append(gitEnv(),
+			"GIT_PROJECT_ROOT="+s.root,
+			"GIT_HTTP_EXPORT_ALL=1",
+			"GIT_CONFIG_COUNT=2",
+			"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
+			"GIT_CONFIG_KEY_1=safe.directory", "GIT_CONFIG_VALUE_1=*",
+		),
+		Stderr: testWriter{t},
+	}
+	handler := s.authenticate(s.count(backend))
+	if s.cfg.tls {
+		s.http = httptest.NewTLSServer(handler)
+	} else {
+		s.http = httptest.NewServer(handler)
+	}
+	t.Cleanup(s.http.Close)
+	s.ssh = startSSH(t, s)
+	return s
+}
+
+// count records ref advertisements, which start every Git HTTP session.
+func (s *Server) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			switch r.URL.Query().Get("service") {
+			case "git-upload-pack":
+				s.uploads.Add(1)
+			case "git-receive-pack":
+				s.pushes.Add(1)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate requires the configured credentials on every request.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Basic realm=%q", Realm))
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	switch {
+	case s.cfg.bearerToken != "":
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		return ok && equal(got, s.cfg.bearerToken)
+	case s.cfg.username != "":
+		user, pass, ok := r.BasicAuth()
+		return ok && equal(user, s.cfg.username) && equal(pass, s.cfg.password)
+	default:
+		return true
+	}
+}
+
+func equal(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// Counts returns how many upload-pack and receive-pack sessions clients have
+// started so far.
+func (s *Server) Counts() Counts {
+	return Counts{UploadPack: s.uploads.Load(), ReceivePack: s.pushes.Load()}
+}
+
+// HTTPURL returns the HTTP(S) clone URL of the repository name.
+func (s *Server) HTTPURL(name string) string {
+	return s.http.URL + "/" + repoPath(name)
+}
+
+// SSHURL returns the ssh:// clone URL of the repository name, for user git.
+func (s *Server) SSHURL(name string) string {
+	return fmt.Sprintf("ssh://git@%s/%s", s.ssh.addr, repoPath(name))
+}
+
+// CACertPEM returns the PEM certificate of the CA that signed the HTTPS
+// server's certificate (WithTLS), as a Secret's ca.crt holds it.
+func (s *Server) CACertPEM() []byte {
+	cert := s.http.Certificate()
+	if cert == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+}
+
+// RepoDir returns the path of the bare repository name on disk.
+func (s *Server) RepoDir(name string) string {
+	return filepath.Join(s.root, repoPath(name))
+}
+
+// repoPath is the path of a repository under the server root: name.git.
+func repoPath(name string) string {
+	if strings.HasSuffix(name, ".git") {
+		return name
+	}
+	return name + ".git"
+}
+
+// testWriter sends git's stderr to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,215 @@
+package gitserver
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// sshServer accepts one authorised client key and runs git-upload-pack and
+// git-receive-pack for exec requests.
+type sshServer struct {
+	addr       string
+	hostKey    ssh.PublicKey
+	clientKey  []byte
+	clientPub  ssh.PublicKey
+	listener   net.Listener
+	conns      sync.WaitGroup
+	srv        *Server
+	serverConf *ssh.ServerConfig
+}
+
+func startSSH(t testing.TB, srv *Server) *sshServer {
+	t.Helper()
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("generating SSH host key: %v", err)
+	}
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		t.Fatalf("loading SSH host key: %v", err)
+	}
+	clientPub, clientPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("generating SSH client key: %v", err)
+	}
+	block, err := ssh.MarshalPrivateKey(clientPriv, "uprev-test")
+	if err != nil {
+		t.Fatalf("encoding SSH client key: %v", err)
+	}
+	authorised, err := ssh.NewPublicKey(clientPub)
+	if err != nil {
+		t.Fatalf("encoding SSH client public key: %v", err)
+	}
+	s := &sshServer{
+		hostKey:   hostSigner.PublicKey(),
+		clientKey: pem.EncodeToMemory(block),
+		clientPub: authorised,
+		srv:       srv,
+	}
+	s.serverConf = &ssh.ServerConfig{
+		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			if bytes.Equal(key.Marshal(), authorised.Marshal()) {
+				return &ssh.Permissions{}, nil
+			}
+			return nil, errors.New("public key not authorised")
+		},
+	}
+	s.serverConf.AddHostKey(hostSigner)
+	s.listener, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listening for SSH: %v", err)
+	}
+	s.addr = s.listener.Addr().String()
+	go s.serve(t)
+	t.Cleanup(func() {
+		_ = s.listener.Close()
+		s.conns.Wait()
+	})
+	return s
+}
+
+func (s *sshServer) serve(t testing.TB) {
+	for {
+		conn, err := s.listener.Accept()
+		if err != nil {
+			return
+		}
+		s.conns.Add(1)
+		go func() {
+			defer s.conns.Done()
+			s.handleConn(t, conn)
+		}()
+	}
+}
+
+func (s *sshServer) handleConn(t testing.TB, conn net.Conn) {
+	defer conn.Close()
+	sconn, chans, reqs, err := ssh.NewServerConn(conn, s.serverConf)
+	if err != nil {
+		return // failed handshakes (wrong key, unknown host) are what some tests check
+	}
+	defer sconn.Close()
+	go ssh.DiscardRequests(reqs)
+	var sessions sync.WaitGroup
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "only session channels")
+			continue
+		}
+		ch, chReqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		sessions.Add(1)
+		go func() {
+			defer sessions.Done()
+			s.handleSession(t, ch, chReqs)
+		}()
+	}
+	sessions.Wait()
+}
+
+// handleSession runs the first exec request of a session and reports its
+// exit status.
+func (s *sshServer) handleSession(t testing.TB, ch ssh.Channel, reqs <-chan *ssh.Request) {
+	defer ch.Close()
+	for req := range reqs {
+		switch req.Type {
+		case "env":
+			_ = req.Reply(true, nil)
+		case "exec":
+			var payload struct{ Command string }
+			if err := ssh.Unmarshal(req.Payload, &payload); err != nil {
+				_ = req.Reply(false, nil)
+				continue
+			}
+			_ = req.Reply(true, nil)
+			status := s.exec(t, ch, payload.Command)
+			_, _ = ch.SendRequest("exit-status", false, binary.BigEndian.AppendUint32(nil, status))
+			return
+		default:
+			_ = req.Reply(false, nil)
+		}
+	}
+}
+
+// exec runs `git-upload-pack '<path>'` or `git-receive-pack '<path>'` on a
+// repository under the server root and returns its exit status.
+func (s *sshServer) exec(t testing.TB, ch ssh.Channel, command string) uint32 {
+	service, arg, _ := strings.Cut(command, " ")
+	switch service {
+	case "git-upload-pack":
+		s.srv.uploads.Add(1)
+	case "git-receive-pack":
+		s.srv.pushes.Add(1)
+	default:
+		fmt.Fprintf(ch.Stderr(), "unsupported command %q\n", service)
+		return 1
+	}
+	rel := filepath.Clean("/" + strings.Trim(arg, "'\""))
+	cmd := exec.Command(s.srv.git, strings.TrimPrefix(service, "git-"), filepath.Join(s.srv.root, rel))
+	cmd.Env = gitEnv()
+	cmd.Stdout = ch
+	cmd.Stderr = ch.Stderr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		fmt.Fprintf(ch.Stderr(), "%v\n", err)
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(ch.Stderr(), "%v\n", err)
+		return 1
+	}
+	// The client may keep its side open after the command exits; copy its
+	// input without making Wait depend on it.
+	go func() {
+		_, _ = io.Copy(stdin, ch)
+		_ = stdin.Close()
+	}()
+	if err := cmd.Wait(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return uint32(exit.ExitCode())
+		}
+		t.Logf("running %s: %v", service, err)
+		return 1
+	}
+	return 0
+}
+
+// HostKey returns the SSH server's public host key.
+func (s *Server) HostKey() ssh.PublicKey {
+	return s.ssh.hostKey
+}
+
+// KnownHosts returns a known_hosts line for the SSH server, as a Secret's
+// known_hosts holds it.
+func (s *Server) KnownHosts() []byte {
+	return []byte(knownhosts.Line([]string{knownhosts.Normalize(s.ssh.addr)}, s.ssh.hostKey) + "\n")
+}
+
+// ClientKeyPEM returns the OpenSSH PEM private key the SSH server accepts, as
+// a Secret's identity holds it.
+func (s *Server) ClientKeyPEM() []byte {
+	return s.ssh.clientKey
+}
+
+// ClientPublicKey returns the public half of ClientKeyPEM.
+func (s *Server) ClientPublicKey() ssh.PublicKey {
+	return s.ssh.clientPub
+}
