@@ -83,14 +83,23 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
 		}
 	}
-	if slices.Contains(opts.Controllers, WriteBack) {
-		clones, err := gitrepo.NewCache(filepath.Join(opts.StoragePath, "git"))
-		if err != nil {
+	var clones *gitrepo.Cache
+	if slices.Contains(opts.Controllers, WriteBack) || slices.Contains(opts.Controllers, Apply) {
+		var err error
+		if clones, err = gitrepo.NewCache(filepath.Join(opts.StoragePath, "git")); err != nil {
 			return err
 		}
+	}
+	if slices.Contains(opts.Controllers, WriteBack) {
 		automations := &UpdateAutomationReconciler{Clones: clones}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
+		}
+	}
+	if slices.Contains(opts.Controllers, Apply) {
+		syncs := &SyncReconciler{Clones: clones}
+		if err := syncs.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("setting up Sync controller: %w", err)
 		}
 	}
 	return nil

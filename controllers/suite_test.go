@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +70,7 @@ func runSuite(m *testing.M) int {
 	go func() { done <- mgr.Start(ctx) }()
 	k8s = mgr.GetClient()
 	code := m.Run()
+	stopRemoteClusters()
 	cancel()
 	if err := <-done; err != nil {
 		fmt.Fprintln(os.Stderr, "manager:", err)
@@ -90,4 +93,12 @@ func newNamespace(t testing.TB) string {
 func init() {
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+}
+
+// eventsList is the list type of events.k8s.io/v1 events.
+type eventsList = eventsv1.EventList
+
+// metaRef is a reference to a Secret or other object by name.
+func metaRef(name string) meta.LocalObjectReference {
+	return meta.LocalObjectReference{Name: name}
 }

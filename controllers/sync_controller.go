@@ -1,0 +1,359 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/predicates"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/apply"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+)
+
+// kubeConfigKey is the key of a kubeconfig in a target's Secret, as in Flux.
+const kubeConfigKey = "value"
+
+// SyncReconciler applies a Git path onto the targets of each Sync.
+//
+// +kubebuilder:rbac:groups=uprev.dev,resources=syncs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=uprev.dev,resources=syncs/status,verbs=get;update;patch
+type SyncReconciler struct {
+	reconciler
+	// Clones keeps one clone per repository and branch.
+	Clones *gitrepo.Cache
+	// LocalConfig reaches the cluster uprev runs in.
+	LocalConfig *rest.Config
+	// Clock tells the time; the wall clock when nil.
+	Clock clock.PassiveClock
+
+	// appliers keeps one Applier per target cluster (by kubeconfig content),
+	// so discovery and connections are reused across reconciles.
+	appliers sync.Map
+}
+
+// SetupWithManager registers the reconciler; opts sets its concurrency.
+func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.Client = mgr.GetClient()
+	r.Events = mgr.GetEventRecorder("uprev-sync")
+	if r.LocalConfig == nil {
+		r.LocalConfig = mgr.GetConfig()
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&uprevv1.Sync{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// Reconcile applies one Sync.
+func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &uprevv1.Sync{}
+	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
+	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context) outcome {
+		run := &syncRun{sync: s}
+		err := r.reconcile(ctx, run)
+		o := outcome{err: err, message: run.summary(), requeueAfter: s.Spec.Interval.Duration}
+		if run.pause > 0 && err == nil {
+			o.err = degraded(uprevv1.RolloutInProgressReason, errors.New(run.summary()))
+			o.requeueAfter = min(o.requeueAfter, run.pause)
+		}
+		return o
+	})
+}
+
+// syncRun is the state one reconcile's phases share.
+type syncRun struct {
+	sync     *uprevv1.Sync
+	waves    [][]uprevv1.Target
+	revision string
+	objects  []*unstructured.Unstructured
+	// done counts the waves on the revision and healthy.
+	done int
+	// pause is the wait before the next wave may start, when it is waiting.
+	pause time.Duration
+}
+
+// reconcile runs the phases in order.
+func (r *SyncReconciler) reconcile(ctx context.Context, run *syncRun) error {
+	for _, phase := range []func(context.Context, *syncRun) error{r.validateSync, r.build, r.rollOut} {
+		if err := phase(ctx, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateSync checks the spec and plans the waves.
+func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
+	waves, err := rolloutWaves(run.sync.Spec)
+	if err != nil {
+		return stalled(uprevv1.InvalidSpecReason, err)
+	}
+	if run.sync.Spec.Git.Ref.Branch == "" {
+		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref.branch is required")
+	}
+	run.waves = waves
+	return nil
+}
+
+// build fetches the revision and builds its manifests; a build error
+// applies nothing.
+func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
+	spec := run.sync.Spec
+	remote, err := gitRemote(ctx, r.Client, run.sync.Namespace, spec.Git)
+	if err != nil {
+		return err
+	}
+	session, err := r.Clones.Open(ctx, remote, gitrepo.OpenOptions{Branch: spec.Git.Ref.Branch})
+	if err != nil {
+		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
+	}
+	defer session.Close()
+	run.revision = spec.Git.Ref.Branch + "@sha1:" + session.Head()
+	run.sync.Status.LastAttemptedRevision = run.revision
+	objects, err := apply.BuildWithin(session.Dir(), spec.Path)
+	if err != nil {
+		var buildErr *apply.BuildError
+		if errors.As(err, &buildErr) {
+			return degraded(uprevv1.BuildFailedReason, fmt.Errorf("revision %s: %w", run.revision, err))
+		}
+		return fmt.Errorf("building %s: %w", run.revision, err)
+	}
+	run.objects = objects
+	return nil
+}
+
+// rollOut applies the revision wave by wave: a wave starts when the earlier
+// ones applied the revision (healthy, when waiting) and the pause is over;
+// a failed wave stops the rollout there.
+func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
+	spec := run.sync.Spec
+	var pause time.Duration
+	if spec.Rollout != nil {
+		pause = spec.Rollout.PauseBetweenWaves.Duration
+	}
+	for i, wave := range run.waves {
+		if i > 0 {
+			var earlier []uprevv1.Target
+			for _, w := range run.waves[:i] {
+				earlier = append(earlier, w...)
+			}
+			wait, ready := waveGate(earlier, run.sync.Status.Targets, run.revision, spec.Wait, pause, r.Clock.Now())
+			if !ready {
+				return nil
+			}
+			if wait > 0 {
+				run.pause = wait
+				return nil
+			}
+		}
+		if err := r.applyWave(ctx, run, wave); err != nil {
+			return err
+		}
+		run.done++
+	}
+	return nil
+}
+
+// applyWave applies the revision to every target of a wave at once and
+// records each target's status; it fails when any target failed.
+func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []uprevv1.Target) error {
+	results := make([]targetResult, len(wave))
+	var wg sync.WaitGroup
+	for i, target := range wave {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = r.applyTarget(ctx, run, target)
+		}()
+	}
+	wg.Wait()
+
+	var failed []string
+	var errs []error
+	for _, res := range results {
+		r.recordTarget(run, res)
+		if res.err != nil {
+			failed = append(failed, res.target.Name)
+			errs = append(errs, fmt.Errorf("%s: %w", res.target.Name, res.err))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, errors.Join(errs...))
+	var health *apply.HealthError
+	if errors.As(err, &health) {
+		return transient(uprevv1.HealthCheckFailedReason, err)
+	}
+	return transient(uprevv1.ApplyFailedReason, err)
+}
+
+// targetResult is what applying to one target gave.
+type targetResult struct {
+	target uprevv1.Target
+	result apply.Result
+	err    error
+}
+
+// applyTarget applies the revision to one target.
+func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target) targetResult {
+	res := targetResult{target: target}
+	applier, err := r.applier(ctx, run.sync, target)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	spec := run.sync.Spec
+	opts := apply.Options{
+		Prune:            spec.Prune,
+		Wait:             spec.Wait,
+		Timeout:          run.sync.GetTimeout(),
+		DefaultNamespace: run.sync.Namespace,
+	}
+	if target.KubeConfig == nil && spec.ServiceAccountName != "" {
+		opts.ServiceAccount = spec.ServiceAccountName
+		opts.ServiceAccountNamespace = run.sync.Namespace
+	}
+	res.result, res.err = applier.Apply(ctx, run.objects, previousInventory(run.sync, target.Name), opts)
+	return res
+}
+
+// applier returns the Applier of a target: the local cluster, or the one
+// the target's kubeconfig Secret reaches.
+func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target uprevv1.Target) (*apply.Applier, error) {
+	config, key := r.LocalConfig, "local"
+	if ref := target.KubeConfig; ref != nil {
+		data, err := secretData(ctx, r.Client, s.Namespace, ref.SecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		kubeconfig, ok := data[kubeConfigKey]
+		if !ok {
+			return nil, stalledf(uprevv1.InvalidSpecReason, "secret %s/%s has no %q key with a kubeconfig", s.Namespace, ref.SecretRef.Name, kubeConfigKey)
+		}
+		if config, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+			return nil, stalledf(uprevv1.InvalidSpecReason, "secret %s/%s: the kubeconfig cannot be read", s.Namespace, ref.SecretRef.Name)
+		}
+		sum := sha256.Sum256(kubeconfig)
+		key = hex.EncodeToString(sum[:])
+	}
+	if a, ok := r.appliers.Load(key); ok {
+		return a.(*apply.Applier), nil
+	}
+	a, err := apply.NewApplier(config)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to target %s: %w", target.Name, err)
+	}
+	actual, _ := r.appliers.LoadOrStore(key, a)
+	return actual.(*apply.Applier), nil
+}
+
+// previousInventory returns what was applied to a target before.
+func previousInventory(s *uprevv1.Sync, target string) []apply.Entry {
+	for _, t := range s.Status.Targets {
+		if t.Name == target {
+			entries := make([]apply.Entry, 0, len(t.Inventory))
+			for _, e := range t.Inventory {
+				entries = append(entries, apply.Entry{ID: e.ID, Version: e.Version})
+			}
+			return entries
+		}
+	}
+	return nil
+}
+
+// recordTarget writes a target's outcome into status and records an event
+// when something changed in the cluster.
+func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
+	s := run.sync
+	i := -1
+	for j, t := range s.Status.Targets {
+		if t.Name == res.target.Name {
+			i = j
+		}
+	}
+	if i < 0 {
+		s.Status.Targets = append(s.Status.Targets, uprevv1.TargetStatus{Name: res.target.Name})
+		i = len(s.Status.Targets) - 1
+	}
+	ts := &s.Status.Targets[i]
+	ts.LastAttemptedRevision = run.revision
+	if res.result.Inventory != nil {
+		ts.Inventory = ts.Inventory[:0]
+		for _, e := range res.result.Inventory {
+			ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
+		}
+	}
+	ts.Healthy = res.result.Health == apply.HealthHealthy
+	if res.err != nil {
+		ts.Healthy = false
+		ts.Message = res.err.Error()
+	} else {
+		now := metav1.NewTime(r.Clock.Now())
+		ts.LastAppliedRevision = run.revision
+		ts.LastAppliedTime = &now
+		ts.Message = fmt.Sprintf("applied %d objects", len(res.result.Inventory))
+	}
+	if res.result.Changed() {
+		r.Events.Eventf(s, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s to %s: %s",
+			run.revision, res.target.Name, changeSummary(res.result))
+	}
+}
+
+// changeSummary lists what an apply created, configured (drift included)
+// and deleted.
+func changeSummary(res apply.Result) string {
+	var parts []string
+	for _, group := range []struct {
+		verb string
+		ids  []string
+	}{{"created", res.Created()}, {"configured", res.Configured()}, {"deleted", res.Deleted()}} {
+		if len(group.ids) == 0 {
+			continue
+		}
+		shown := group.ids[:min(len(group.ids), 10)]
+		line := group.verb + " " + strings.Join(shown, ", ")
+		if more := len(group.ids) - len(shown); more > 0 {
+			line += fmt.Sprintf(" and %d more", more)
+		}
+		parts = append(parts, line)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// summary is the Ready message of a reconcile.
+func (run *syncRun) summary() string {
+	if run.done == len(run.waves) {
+		return fmt.Sprintf("applied %s to %d targets", run.revision, len(run.sync.Spec.Targets))
+	}
+	msg := fmt.Sprintf("rollout of %s: %d of %d waves done", run.revision, run.done, len(run.waves))
+	if run.pause > 0 {
+		msg += fmt.Sprintf(", next wave in %s", run.pause.Round(time.Second))
+	}
+	return msg
+}

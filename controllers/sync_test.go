@@ -1,0 +1,405 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
+)
+
+// remoteClusters are two more control planes standing in for workload
+// clusters, started once for the Sync tests that need them.
+var remoteClusters struct {
+	once   sync.Once
+	err    error
+	eu, us *cluster.Cluster
+	euKC   []byte
+	usKC   []byte
+	euC    client.Client
+	usC    client.Client
+}
+
+// startRemoteClusters starts the eu and us clusters on first use.
+func startRemoteClusters(t *testing.T) {
+	t.Helper()
+	rc := &remoteClusters
+	rc.once.Do(func() {
+		start := func() (*cluster.Cluster, []byte, client.Client, error) {
+			c, err := cluster.Start()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			kc, err := c.KubeConfig()
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			cl, err := client.New(c.Config, client.Options{Scheme: k8s.Scheme()})
+			return c, kc, cl, err
+		}
+		if rc.eu, rc.euKC, rc.euC, rc.err = start(); rc.err != nil {
+			return
+		}
+		rc.us, rc.usKC, rc.usC, rc.err = start()
+	})
+	if rc.err != nil {
+		t.Fatalf("starting remote clusters: %v", rc.err)
+	}
+}
+
+// stopRemoteClusters stops what startRemoteClusters started.
+func stopRemoteClusters() {
+	for _, c := range []*cluster.Cluster{remoteClusters.eu, remoteClusters.us} {
+		if c != nil {
+			_ = c.Stop()
+		}
+	}
+}
+
+// configMap returns the YAML of a ConfigMap in namespace ns.
+func configMap(ns, name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  value: %q\n", name, ns, value)
+}
+
+// deployment returns the YAML of a Deployment running image.
+func deployment(ns, name, image string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[2]s
+  namespace: %[1]s
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: %[2]s}
+  template:
+    metadata:
+      labels: {app: %[2]s}
+    spec:
+      containers:
+      - name: app
+        image: %[3]s
+`, ns, name, image)
+}
+
+// newSync creates a Sync of path in the repository at url.
+func newSync(t *testing.T, ns, url, path string, mutate ...func(*uprevv1.Sync)) *uprevv1.Sync {
+	t.Helper()
+	s := &uprevv1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: uprevv1.SyncSpec{
+			Interval: metav1.Duration{Duration: time.Hour},
+			Git:      uprevv1.GitSource{URL: url, Ref: uprevv1.GitRef{Branch: "main"}},
+			Path:     path,
+			Targets:  []uprevv1.Target{{Name: "local"}},
+			Prune:    true,
+		},
+	}
+	for _, m := range mutate {
+		m(s)
+	}
+	if err := k8s.Create(context.Background(), s); err != nil {
+		t.Fatalf("creating Sync: %v", err)
+	}
+	return s
+}
+
+// appliedRevision waits until every target of the Sync applied a revision
+// ending in commit, and returns the Sync.
+func waitApplied(t *testing.T, s *uprevv1.Sync, commit string, targets ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		for _, name := range targets {
+			var found bool
+			for _, ts := range s.Status.Targets {
+				if ts.Name == name {
+					found = true
+					g.Expect(ts.LastAppliedRevision).To(Equal("main@sha1:"+commit), "target %s: %s", name, ts.Message)
+				}
+			}
+			g.Expect(found).To(BeTrue(), "target %s has no status", name)
+		}
+	}).WithTimeout(time.Minute).Should(Succeed())
+}
+
+func TestSyncAppliesCRDsAndCustomResourcesThenPrunes(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: agents.fleet.example.com
+spec:
+  group: fleet.example.com
+  names: {kind: Agent, plural: agents, singular: agent, listKind: AgentList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+	agent := fmt.Sprintf("apiVersion: fleet.example.com/v1\nkind: Agent\nmetadata:\n  name: edge\n  namespace: %s\nspec:\n  mode: fast\n", ns)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{
+		"clusters/prod/crd.yaml":    crd,
+		"clusters/prod/agent.yaml":  agent,
+		"clusters/prod/config.yaml": configMap(ns, "settings", "v1") + "---\n" + configMap(ns, "extra", "x"),
+		"README.md":                 "not a manifest",
+	})
+	first := srv.Log(t, "fleet", "main")[0].SHA
+	s := newSync(t, ns, url, "clusters/prod")
+	waitApplied(t, s, first, "local")
+
+	ctx := context.Background()
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "fleet.example.com", Version: "v1", Kind: "Agent"})
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "edge"}, cr)).To(Succeed())
+	g.Expect(conditions.IsReady(s)).To(BeTrue())
+	g.Expect(s.Status.Targets[0].Inventory).To(HaveLen(4))
+
+	second := srv.CommitFile(t, "fleet", "main", "clusters/prod/config.yaml", configMap(ns, "settings", "v2"), "Drop extra, change settings")
+	requestReconcile(t, s)
+	waitApplied(t, s, second, "local")
+	var cm corev1.ConfigMap
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
+	g.Expect(cm.Data["value"]).To(Equal("v2"))
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "extra"}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "extra left the revision and is pruned")
+	g.Expect(s.Status.Targets[0].Inventory).To(HaveLen(3))
+	expectEvent(t, ns, s.Name, "Applied", "deleted "+ns+"_extra__ConfigMap")
+}
+
+// expectEvent waits for an event on the named object with the reason and a
+// note containing text.
+func expectEvent(t *testing.T, ns, name, reason, text string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		var events eventsList
+		g.Expect(k8s.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range events.Items {
+			if e.Regarding.Name == name && e.Reason == reason {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring(text)))
+	}).Should(Succeed())
+}
+
+func TestSyncCorrectsDrift(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "from-git")})
+	s := newSync(t, ns, url, "app")
+	waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
+
+	ctx := context.Background()
+	var cm corev1.ConfigMap
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
+	cm.Data["value"] = "edited by hand"
+	g.Expect(k8s.Update(ctx, &cm)).To(Succeed())
+
+	requestReconcile(t, s)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
+		g.Expect(cm.Data["value"]).To(Equal("from-git"))
+	}).Should(Succeed())
+	expectEvent(t, ns, s.Name, "Applied", "configured "+ns+"_settings__ConfigMap")
+}
+
+func TestSyncBrokenManifestAppliesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	s := newSync(t, ns, url, "app")
+	first := srv.Log(t, "fleet", "main")[0].SHA
+	waitApplied(t, s, first, "local")
+
+	srv.CommitFile(t, "fleet", "main", "app/config.yaml", configMap(ns, "settings", "v2"), "Change settings")
+	broken := srv.CommitFile(t, "fleet", "main", "app/broken.yaml", "kind: ConfigMap\nmetadata: [not, a, map\n", "Add a broken file")
+	requestReconcile(t, s)
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, s)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(uprevv1.BuildFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("broken.yaml"))
+		g.Expect(s.Status.LastAttemptedRevision).To(HaveSuffix(broken))
+	}).Should(Succeed())
+	var cm corev1.ConfigMap
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
+	g.Expect(cm.Data["value"]).To(Equal("v1"), "nothing of a revision that does not build is applied")
+	g.Expect(s.Status.Targets[0].LastAppliedRevision).To(HaveSuffix(first))
+}
+
+func TestSyncRevertRollsBack(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/web.yaml": deployment(ns, "web", "ghcr.io/acme/web:1.0.0")})
+	s := newSync(t, ns, url, "app")
+	waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
+
+	bump := srv.CommitFile(t, "fleet", "main", "app/web.yaml", deployment(ns, "web", "ghcr.io/acme/web:1.1.0"), "Update web to 1.1.0")
+	requestReconcile(t, s)
+	waitApplied(t, s, bump, "local")
+	image := func() string {
+		var d appsv1.Deployment
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &d)).To(Succeed())
+		return d.Spec.Template.Spec.Containers[0].Image
+	}
+	g.Expect(image()).To(Equal("ghcr.io/acme/web:1.1.0"))
+
+	revert := srv.Revert(t, "fleet", "main", bump)
+	requestReconcile(t, s)
+	waitApplied(t, s, revert, "local")
+	g.Expect(image()).To(Equal("ghcr.io/acme/web:1.0.0"))
+}
+
+// kubeConfigSecret creates the Secret of a remote target.
+func kubeConfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
+	t.Helper()
+	err := k8s.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Data:       map[string][]byte{kubeConfigKey: kubeconfig},
+	})
+	if err != nil {
+		t.Fatalf("creating kubeconfig secret: %v", err)
+	}
+}
+
+// markDeploymentAvailable sets the status a kubelet and the deployment
+// controller would: no kubelet or controller-manager runs with envtest, so
+// the test plays their part to make the Deployment healthy for kstatus.
+func markDeploymentAvailable(g Gomega, c client.Client, ns, name string) {
+	var d appsv1.Deployment
+	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)).To(Succeed())
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		},
+	}
+	g.Expect(c.Status().Update(context.Background(), &d)).To(Succeed())
+}
+
+// ensureNamespace creates namespace ns in a remote cluster.
+func ensureNamespace(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+}
+
+func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
+	startRemoteClusters(t)
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := &remoteClusters
+	ensureNamespace(t, rc.euC, ns)
+	ensureNamespace(t, rc.usC, ns)
+	kubeConfigSecret(t, ns, "eu-1", rc.euKC)
+	kubeConfigSecret(t, ns, "us-1", rc.usKC)
+
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/web.yaml": deployment(ns, "web", "ghcr.io/acme/web:1.0.0")})
+	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+		s.Spec.Targets = []uprevv1.Target{
+			{Name: "eu-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu-1")}},
+			{Name: "us-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("us-1")}},
+		}
+		s.Spec.Rollout = &uprevv1.Rollout{Waves: [][]string{{"eu-1"}, {"us-1"}}}
+		s.Spec.Wait = true
+		s.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
+	})
+
+	// The first wave's Deployment exists but is not healthy yet; the second
+	// wave must not have been touched.
+	g.Eventually(func(g Gomega) {
+		g.Expect(rc.euC.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
+	}).Should(Succeed())
+	g.Consistently(func() bool {
+		err := rc.usC.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(2*time.Second).Should(BeTrue(), "us-1 waits for eu-1 to be healthy")
+
+	g.Eventually(func(g Gomega) { markDeploymentAvailable(g, rc.euC, ns, "web") }).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(rc.usC.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) { markDeploymentAvailable(g, rc.usC, ns, "web") }).Should(Succeed())
+	first := srv.Log(t, "fleet", "main")[0].SHA
+	waitApplied(t, s, first, "eu-1", "us-1")
+	g.Eventually(func(g Gomega) { g.Expect(readyCondition(g, s).Status).To(Equal(metav1.ConditionTrue)) }).Should(Succeed())
+}
+
+func TestSyncFailedWaveStopsRollout(t *testing.T) {
+	startRemoteClusters(t)
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := &remoteClusters
+	ensureNamespace(t, rc.euC, ns)
+	ensureNamespace(t, rc.usC, ns)
+	kubeConfigSecret(t, ns, "eu-1", rc.euKC)
+	kubeConfigSecret(t, ns, "us-1", rc.usKC)
+
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+		s.Spec.Targets = []uprevv1.Target{
+			{Name: "eu-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu-1")}},
+			{Name: "us-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("us-1")}},
+		}
+		s.Spec.Rollout = &uprevv1.Rollout{Waves: [][]string{{"eu-1"}, {"us-1"}}}
+		s.Spec.Wait = true
+		s.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second}
+	})
+	first := srv.Log(t, "fleet", "main")[0].SHA
+	waitApplied(t, s, first, "eu-1", "us-1")
+
+	// The new revision adds a Deployment that never becomes healthy in eu-1.
+	second := srv.CommitFile(t, "fleet", "main", "app/web.yaml", deployment(ns, "web", "ghcr.io/acme/web:2.0.0"), "Add web")
+	requestReconcile(t, s)
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, s)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(uprevv1.HealthCheckFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("Deployment/" + ns + "/web"))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+	for _, ts := range s.Status.Targets {
+		switch ts.Name {
+		case "eu-1":
+			g.Expect(ts.LastAttemptedRevision).To(HaveSuffix(second))
+			g.Expect(ts.Healthy).To(BeFalse())
+		case "us-1":
+			g.Expect(ts.LastAppliedRevision).To(HaveSuffix(first), "the second wave stays on the previous revision")
+		}
+	}
+	err := rc.usC.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	g.Expect(strings.Contains(s.Status.LastAttemptedRevision, second)).To(BeTrue())
+}

@@ -1,0 +1,424 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
+	"github.com/fluxcd/cli-utils/pkg/object"
+	"github.com/fluxcd/pkg/ssa"
+	ssautils "github.com/fluxcd/pkg/ssa/utils"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+const (
+	// FieldManager is the server-side apply field manager of every object
+	// uprev applies.
+	FieldManager = "uprev"
+
+	// ReconcileAnnotation set to DisabledValue, on an object in the set or
+	// in the cluster, makes uprev leave the object alone: it is neither
+	// created, changed nor pruned.
+	ReconcileAnnotation = "uprev.dev/reconcile"
+	// PruneAnnotation set to EnabledValue on a CustomResourceDefinition or a
+	// Namespace in the cluster allows pruning it; set to DisabledValue on
+	// any object it prevents pruning.
+	PruneAnnotation = "uprev.dev/prune"
+	// EnabledValue is the value that turns an annotation on.
+	EnabledValue = "enabled"
+	// DisabledValue is the value that turns an annotation off.
+	DisabledValue = "disabled"
+
+	// ownerGroup prefixes the owner labels of the resource manager.
+	ownerGroup = "uprev.dev"
+	// concurrency is how many requests validation, and each ApplyAll
+	// call, have in flight at once.
+	concurrency = 32
+	// parallelApplies is how many ApplyAll calls run at once.
+	parallelApplies = 4
+	// clientQPS and clientBurst lift client-go's default rate limit (5 QPS),
+	// which would make a 1,000-object apply take minutes.
+	clientQPS   = 1000
+	clientBurst = 2000
+	// definitionsTimeout bounds the wait for CRDs to be established.
+	definitionsTimeout = 2 * time.Minute
+	// pollInterval is how often kstatus polls while waiting.
+	pollInterval = 500 * time.Millisecond
+	// defaultTimeout bounds the health wait when Options.Timeout is zero.
+	defaultTimeout = 5 * time.Minute
+	// defaultNamespace is given to namespaced objects without a namespace.
+	defaultNamespace = "default"
+)
+
+// Options tune one Apply.
+type Options struct {
+	// Prune deletes the objects of the previous inventory that are no
+	// longer in the set. CustomResourceDefinitions and Namespaces are only
+	// deleted when annotated uprev.dev/prune: enabled in the cluster.
+	Prune bool
+	// Wait makes Apply wait until every object of the set is healthy
+	// (kstatus Current), within Timeout.
+	Wait bool
+	// Timeout bounds the health wait; five minutes when zero.
+	Timeout time.Duration
+	// ServiceAccount, when set, is impersonated for every request, as
+	// system:serviceaccount:<ServiceAccountNamespace>:<ServiceAccount>.
+	ServiceAccount string
+	// ServiceAccountNamespace is the namespace of ServiceAccount.
+	ServiceAccountNamespace string
+	// DefaultNamespace is given to namespaced objects that have none;
+	// "default" when empty.
+	DefaultNamespace string
+}
+
+// Applier applies sets of objects to one cluster. It is safe for
+// concurrent use; use one Applier per target cluster.
+type Applier struct {
+	config *rest.Config
+	mapper meta.RESTMapper
+
+	mu       sync.Mutex
+	managers map[string]*ssa.ResourceManager
+}
+
+// NewApplier returns an Applier for the cluster that config reaches. It
+// does not contact the cluster: an unreachable cluster shows as an
+// *UnreachableError from Apply.
+func NewApplier(config *rest.Config) (*Applier, error) {
+	cfg := rest.CopyConfig(config)
+	cfg.QPS = clientQPS
+	cfg.Burst = clientBurst
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating HTTP client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("creating REST mapper: %w", err)
+	}
+	return &Applier{config: cfg, mapper: mapper, managers: map[string]*ssa.ResourceManager{}}, nil
+}
+
+// resourceManager returns the resource manager acting as the user that
+// opts impersonate (or as the config's own user), creating it once.
+func (a *Applier) resourceManager(opts Options) (*ssa.ResourceManager, error) {
+	var user string
+	if opts.ServiceAccount != "" {
+		if opts.ServiceAccountNamespace == "" {
+			return nil, errors.New("impersonating service account " + opts.ServiceAccount + ": no namespace given")
+		}
+		user = "system:serviceaccount:" + opts.ServiceAccountNamespace + ":" + opts.ServiceAccount
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if rm, ok := a.managers[user]; ok {
+		return rm, nil
+	}
+	cfg := rest.CopyConfig(a.config)
+	if user != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating HTTP client: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: a.mapper})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	poller := polling.NewStatusPoller(c, a.mapper, polling.Options{})
+	rm := ssa.NewResourceManager(c, poller, ssa.Owner{Field: FieldManager, Group: ownerGroup})
+	rm.SetConcurrency(concurrency)
+	a.managers[user] = rm
+	return rm, nil
+}
+
+// Apply makes the cluster match objects, in this order:
+//
+//  1. every object is validated with a server-side dry-run; if any fails,
+//     nothing is applied and a *ValidationError lists every failure.
+//     Objects whose kind is defined by a CRD of the set, or whose namespace
+//     is created by the set, are validated once those are applied;
+//  2. CRDs, Namespaces, ClusterRoles and classes (StorageClass, ...) that
+//     differ from the cluster are applied, and CRDs waited for until
+//     established;
+//  3. every other object that differs is applied. Objects that match are
+//     not written to, so a reconcile of an unchanged set only reads, and an
+//     object edited in the cluster is changed back and reported configured;
+//  4. with opts.Prune, objects of previous that left the set are deleted;
+//  5. with opts.Wait, Apply waits for every object to be healthy.
+//
+// The caller's objects are not modified. The Result holds whatever was
+// done, also when an error is returned. Its Inventory is what the caller
+// stores for the next Apply: nil when nothing of the set was applied (keep
+// the previous one), the set itself after a whole apply, and the union of
+// the previous inventory and the set when the apply stopped half-way. Errors
+// are *ValidationError, *HealthError, *UnreachableError or wrapped API
+// errors.
+func (a *Applier) Apply(ctx context.Context, objects []*unstructured.Unstructured, previous []Entry, opts Options) (Result, error) {
+	result, err := a.apply(ctx, objects, previous, opts)
+	if err != nil && isUnreachable(err) {
+		var unreachable *UnreachableError
+		if !errors.As(err, &unreachable) {
+			err = &UnreachableError{Host: redactedHost(a.config.Host), Err: err}
+		}
+	}
+	return result, err
+}
+
+// apply is Apply without the classification of unreachable clusters.
+func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructured, previous []Entry, opts Options) (Result, error) {
+	result := Result{ChangeSet: ssa.NewChangeSet()}
+	rm, err := a.resourceManager(opts)
+	if err != nil {
+		return result, err
+	}
+
+	set := make([]*unstructured.Unstructured, len(objects))
+	for i, o := range objects {
+		set[i] = o.DeepCopy()
+	}
+	sort.Sort(ssa.SortableUnstructureds(set))
+	crdScopes := definedKinds(set)
+	if err := a.defaultNamespaces(set, crdScopes, opts.DefaultNamespace); err != nil {
+		return result, err
+	}
+
+	tStart := time.Now()
+	defer func() { fmt.Fprintf(os.Stderr, "TIMING total %v\n", time.Since(tStart)) }()
+	// 1. Validate the whole set.
+	v, err := validateSet(ctx, rm, set, crdScopes)
+	if err != nil {
+		return result, err
+	}
+	if len(v.failures) > 0 {
+		return result, &ValidationError{Failures: v.failures}
+	}
+
+	fmt.Fprintf(os.Stderr, "TIMING validate %v\n", time.Since(tStart))
+	applyOpts := ssa.DefaultApplyOptions()
+	applyOpts.ExclusionSelector = map[string]string{ReconcileAnnotation: DisabledValue}
+	applyOpts.WaitInterval = pollInterval
+	applyOpts.WaitTimeout = definitionsTimeout
+
+	var definitions, others []*unstructured.Unstructured
+	for _, o := range v.changed {
+		if ssautils.IsClusterDefinition(o) || ssautils.IsClassDefinition(o) {
+			definitions = append(definitions, o)
+		} else {
+			others = append(others, o)
+		}
+	}
+
+	// 2. Cluster-wide definitions, staged by ssa.
+	if len(definitions) > 0 {
+		cs, err := rm.ApplyAllStaged(ctx, definitions, applyOpts)
+		v.record(cs)
+		if err != nil {
+			result.ChangeSet.Append(v.entries(set))
+			result.Inventory = union(previous, inventory(set))
+			return result, applyError("applying cluster-wide definitions", err)
+		}
+	}
+
+	// Objects that needed the definitions are validated now, still before
+	// any of them is applied.
+	if len(v.deferred) > 0 {
+		failures, err := dryRun(ctx, rm.Client(), v.deferred)
+		if err != nil {
+			return result, err
+		}
+		if len(failures) > 0 {
+			result.ChangeSet.Append(v.entries(set))
+			result.Inventory = union(previous, inventory(set))
+			return result, &ValidationError{Failures: failures}
+		}
+		others = append(others, v.deferred...)
+	}
+	fmt.Fprintf(os.Stderr, "TIMING late-validate %v\n", time.Since(tStart))
+
+	fmt.Fprintf(os.Stderr, "TIMING defs %v\n", time.Since(tStart))
+	// 3. Everything else.
+	if err := applyInParallel(ctx, rm, others, applyOpts, v); err != nil {
+		result.ChangeSet.Append(v.entries(set))
+		result.Inventory = union(previous, inventory(set))
+		return result, applyError("applying objects", err)
+	}
+	result.ChangeSet.Append(v.entries(set))
+	result.Inventory = inventory(set)
+
+	fmt.Fprintf(os.Stderr, "TIMING others %v\n", time.Since(tStart))
+	// 4. Prune.
+	if opts.Prune {
+		pruned, err := prune(ctx, rm, previous, result.Inventory)
+		result.ChangeSet.Append(pruned)
+		result.Inventory = stillInventoried(result.Inventory, pruned)
+		if err != nil {
+			return result, err
+		}
+	}
+
+	// 5. Health.
+	if opts.Wait {
+		timeout := opts.Timeout
+		if timeout <= 0 {
+			timeout = defaultTimeout
+		}
+		if err := waitHealthy(ctx, rm, set, v.skipped(), timeout); err != nil {
+			result.Health = HealthUnhealthy
+			return result, err
+		}
+		result.Health = HealthHealthy
+	}
+	return result, nil
+}
+
+// applyInParallel applies validated objects with ssa's ApplyAll, split
+// into parallelApplies slices applied at once: ApplyAll writes the objects
+// of one call one after the other, which makes a large set wait on
+// round-trips rather than on the API server. Webhook configurations, which
+// ssa orders last so that they cannot block the objects they serve, are
+// applied after everything else.
+func applyInParallel(ctx context.Context, rm *ssa.ResourceManager, objects []*unstructured.Unstructured, opts ssa.ApplyOptions, v *validation) error {
+	sort.Sort(ssa.SortableUnstructureds(objects))
+	var first, last []*unstructured.Unstructured
+	for _, o := range objects {
+		if slices.Contains(ssa.ReconcileOrder.Last, o.GetKind()) {
+			last = append(last, o)
+		} else {
+			first = append(first, o)
+		}
+	}
+	size := (len(first) + parallelApplies - 1) / parallelApplies
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	for chunk := range slices.Chunk(first, max(size, 1)) {
+		g.Go(func() error {
+			cs, err := rm.ApplyAll(gctx, chunk, opts)
+			mu.Lock()
+			defer mu.Unlock()
+			v.record(cs)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	cs, err := rm.ApplyAll(ctx, last, opts)
+	v.record(cs)
+	return err
+}
+
+// applyError turns an error of ssa's apply into a *ValidationError when the
+// API rejected an object's dry-run, and wraps it otherwise.
+func applyError(doing string, err error) error {
+	var dryRun *ssaDryRunErr
+	if errors.As(err, &dryRun) && !isUnreachable(err) {
+		return &ValidationError{Failures: []ObjectFailure{failureOf(dryRun.InvolvedObject(), dryRun.Unwrap())}}
+	}
+	return fmt.Errorf("%s: %w", doing, err)
+}
+
+// inventory lists the objects of a set.
+func inventory(set []*unstructured.Unstructured) []Entry {
+	entries := make([]Entry, 0, len(set))
+	for _, o := range set {
+		entries = append(entries, Entry{
+			ID:      object.UnstructuredToObjMetadata(o).String(),
+			Version: o.GroupVersionKind().Version,
+		})
+	}
+	return entries
+}
+
+// union returns the entries of a followed by those of b that a lacks: the
+// inventory of a partly applied set, which must still cover the previous
+// objects so that they are pruned once a revision applies whole.
+func union(a, b []Entry) []Entry {
+	seen := make(map[string]bool, len(a))
+	out := make([]Entry, 0, len(a)+len(b))
+	for _, e := range a {
+		seen[e.ID] = true
+		out = append(out, e)
+	}
+	for _, e := range b {
+		if !seen[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// definedKinds returns the kinds defined by the CRDs of a set, with their
+// scope, and the index of the CRD defining each.
+func definedKinds(set []*unstructured.Unstructured) map[schema.GroupKind]crdDefinition {
+	kinds := map[schema.GroupKind]crdDefinition{}
+	for _, o := range set {
+		if !ssautils.IsCRD(o) {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
+		kinds[schema.GroupKind{Group: group, Kind: kind}] = crdDefinition{
+			crd:        object.UnstructuredToObjMetadata(o),
+			namespaced: scope != "Cluster",
+		}
+	}
+	return kinds
+}
+
+// crdDefinition is a kind defined by a CRD of the set.
+type crdDefinition struct {
+	crd        object.ObjMetadata
+	namespaced bool
+}
+
+// defaultNamespaces gives namespaced objects without a namespace the
+// default one, and removes the namespace of cluster-scoped objects, so
+// that inventory ids match what the API server stores. Kinds the cluster
+// does not know and the set does not define are left for validation to
+// report.
+func (a *Applier) defaultNamespaces(set []*unstructured.Unstructured, crds map[schema.GroupKind]crdDefinition, namespace string) error {
+	if namespace == "" {
+		namespace = defaultNamespace
+	}
+	for _, o := range set {
+		gvk := o.GroupVersionKind()
+		var namespaced bool
+		if def, ok := crds[gvk.GroupKind()]; ok {
+			namespaced = def.namespaced
+		} else {
+			mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("looking up %s: %w", gvk, err)
+			}
+			namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
+		}
+		switch {
+		case namespaced && o.GetNamespace() == "":
+			o.SetNamespace(namespace)
+		case !namespaced && o.GetNamespace() != "":
+			o.SetNamespace("")
+		}
+	}
+	return nil
+}

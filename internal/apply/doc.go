@@ -1,0 +1,31 @@
+// Package apply is the engine of the Sync kind: it makes one cluster match a
+// directory of manifests.
+//
+// Build turns a directory into objects: the kustomize build of its
+// kustomization, or every YAML file under it. An Applier then applies a set
+// of objects to one cluster in one go: it validates the whole set with a
+// server-side dry-run, applies it in stages with server-side apply (CRDs,
+// Namespaces and cluster-wide classes first, waiting for CRDs to be
+// established, then the rest), prunes what left the set since the previous
+// inventory, and optionally waits for the applied objects to become healthy.
+//
+// Libraries, and why:
+//
+//   - github.com/fluxcd/pkg/ssa does the server-side apply: staging
+//     (ApplyAllStaged), drift detection through a dry-run diff (Diff,
+//     ApplyAll), deletion with exclusion selectors (Delete) and health
+//     through kstatus (WaitForSetWithContext). It is what Flux's
+//     kustomize-controller runs in production, so its handling of immutable
+//     fields, CRD CA bundles, managed fields and apply ordering is well
+//     exercised; uprev adds only the whole-set validation, the prune policy
+//     and typed errors on top.
+//   - github.com/fluxcd/cli-utils (kstatus), through ssa, computes health:
+//     Deployments rolled out, Jobs complete, custom resources with a Ready
+//     condition. The same library gives the inventory ids
+//     (<namespace>_<name>_<group>_<kind>), so inventories stay compatible
+//     with Flux's.
+//   - sigs.k8s.io/kustomize/api (krusty) builds kustomizations, with plugins
+//     disabled and a read-only file system confined to the build root, so a
+//     kustomization cannot read files outside the checkout or pull remote
+//     bases.
+package apply
