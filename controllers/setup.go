@@ -90,14 +90,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	var pushes *gitPushEvents
+	if slices.Contains(opts.Controllers, Apply) {
+		pushes = newGitPushEvents(mgr.GetClient())
+	}
 	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones}
+		automations := &UpdateAutomationReconciler{Clones: clones, pushes: pushes}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}
 	}
 	if slices.Contains(opts.Controllers, Apply) {
-		syncs := &SyncReconciler{Clones: clones}
+		syncs := &SyncReconciler{Clones: clones, pushes: pushes}
 		if err := syncs.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up Sync controller: %w", err)
 		}

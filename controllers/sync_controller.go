@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/apply"
@@ -44,6 +46,10 @@ type SyncReconciler struct {
 	// Clock tells the time; the wall clock when nil.
 	Clock clock.PassiveClock
 
+	// pushes are commits this manager pushed; the Syncs of their branch
+	// reconcile at once.
+	pushes *gitPushEvents
+
 	// appliers keeps one Applier per target cluster (by kubeconfig content),
 	// so discovery and connections are reused across reconciles.
 	appliers sync.Map
@@ -59,11 +65,14 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&uprevv1.Sync{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
-		WithOptions(opts).
-		Complete(r)
+		WithOptions(opts)
+	if r.pushes != nil {
+		b = b.WatchesRawSource(source.Channel(r.pushes.events, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
 }
 
 // Reconcile applies one Sync.

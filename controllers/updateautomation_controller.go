@@ -38,6 +38,8 @@ type UpdateAutomationReconciler struct {
 	// Clones keeps one clone per repository and branch, shared by all
 	// automations.
 	Clones *gitrepo.Cache
+	// pushes, when set, hears of every push, for the Syncs of the branch.
+	pushes *gitPushEvents
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -328,6 +330,7 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 		}
 	}
 	if run.commit != "" {
+		r.pushes.pushed(ctx, auto.Spec.Git.URL, auto.PushBranch())
 		now := metav1.Now()
 		auto.Status.LastPushCommit = run.commit
 		auto.Status.LastPushTime = &now
