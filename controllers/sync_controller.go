@@ -122,8 +122,8 @@ func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
 	if err != nil {
 		return stalled(uprevv1.InvalidSpecReason, err)
 	}
-	if run.sync.Spec.Git.Ref.Branch == "" {
-		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref.branch is required")
+	if ref := run.sync.Spec.Git.Ref; ref.Branch == "" && ref.Tag == "" && ref.Commit == "" {
+		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref needs a branch, a tag or a commit")
 	}
 	run.waves = waves
 	return nil
@@ -137,12 +137,16 @@ func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 	if err != nil {
 		return err
 	}
-	session, err := r.Clones.Open(ctx, remote, gitrepo.OpenOptions{Branch: spec.Git.Ref.Branch})
+	ref := gitrepo.Ref{Branch: spec.Git.Ref.Branch, Tag: spec.Git.Ref.Tag, Commit: spec.Git.Ref.Commit}
+	session, revision, err := r.Clones.OpenRevision(ctx, remote, ref)
 	if err != nil {
+		if errors.Is(err, gitrepo.ErrInvalidRef) {
+			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.ref: %w", err))
+		}
 		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
 	}
 	defer session.Close()
-	run.revision = spec.Git.Ref.Branch + "@sha1:" + session.Head()
+	run.revision = revision
 	run.sync.Status.LastAttemptedRevision = run.revision
 	objects, err := apply.BuildWithin(session.Dir(), spec.Path)
 	if err != nil {

@@ -403,3 +403,34 @@ func TestSyncFailedWaveStopsRollout(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 	g.Expect(strings.Contains(s.Status.LastAttemptedRevision, second)).To(BeTrue())
 }
+
+func TestSyncFollowsATag(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	v1 := srv.Log(t, "fleet", "main")[0].SHA
+	srv.Git(t, "fleet", "tag", "-a", "v1.0.0", "-m", "Release 1.0.0", v1)
+	v2 := srv.CommitFile(t, "fleet", "main", "app/config.yaml", configMap(ns, "settings", "v2"), "Change settings")
+
+	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) { s.Spec.Git.Ref = uprevv1.GitRef{Tag: "v1.0.0"} })
+	value := func(g Gomega) string {
+		var cm corev1.ConfigMap
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
+		return cm.Data["value"]
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		g.Expect(s.Status.Targets).NotTo(BeEmpty())
+		g.Expect(s.Status.Targets[0].LastAppliedRevision).To(Equal("v1.0.0@sha1:" + v1))
+		g.Expect(value(g)).To(Equal("v1"), "the tag, not the branch tip, is applied")
+	}).Should(Succeed())
+
+	srv.Git(t, "fleet", "tag", "-f", "-a", "v1.0.0", "-m", "Release 1.0.0 again", v2)
+	requestReconcile(t, s)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		g.Expect(s.Status.Targets[0].LastAppliedRevision).To(Equal("v1.0.0@sha1:" + v2))
+		g.Expect(value(g)).To(Equal("v2"), "a moved tag is followed")
+	}).Should(Succeed())
+}

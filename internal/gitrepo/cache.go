@@ -94,7 +94,10 @@ type Session struct {
 	pushTip plumbing.Hash
 	// cleanAt is the commit the index and working tree match exactly, zero
 	// when they may differ from HEAD.
-	cleanAt   plumbing.Hash
+	cleanAt plumbing.Hash
+	// revision is the commit OpenRevision checked out, zero for a session
+	// at the tip of its branch.
+	revision  plumbing.Hash
 	wroteBack bool
 }
 
@@ -149,8 +152,12 @@ func (s *Session) Dir() string {
 	return s.dir
 }
 
-// Head returns the SHA of the fetched tip of the session's branch.
+// Head returns the SHA of the commit checked out: the fetched tip of the
+// session's branch, or the revision OpenRevision resolved.
 func (s *Session) Head() string {
+	if !s.revision.IsZero() {
+		return s.revision.String()
+	}
 	return s.branchTip().String()
 }
 
