@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -19,9 +20,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/webhook"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "plan" {
+		os.Exit(runPlan(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "uprev:", err)
 		os.Exit(1)
@@ -55,6 +60,9 @@ func run(args []string) error {
 	fs.IntVar(&opts.Concurrency, "concurrent", 4, "The number of objects of one kind reconciled at once.")
 	fs.IntVar(&registryConns, "registry-max-concurrent", 4, "The number of requests in flight to one registry host.")
 	fs.Float64Var(&registryRate, "registry-qps", 0, "Requests per second to one registry host; 0 means no limit.")
+	fs.Int64Var(&opts.MaxCRDLayerSize, "crd-max-layer-size", 100<<20, "The largest artifact layer, uncompressed, read for CRD bundles, in bytes.")
+	fs.StringVar(&opts.Webhook.Addr, "webhook-addr", "", "The address the webhook receivers bind to, such as :9292; empty turns them off.")
+	fs.StringVar(&opts.Webhook.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "The Secret, in each receiver's namespace, whose key `token` authenticates its notifications.")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

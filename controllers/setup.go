@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -16,6 +16,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/webhook"
 )
 
 // Names of the controllers a manager can run.
@@ -41,6 +42,11 @@ type Options struct {
 	Concurrency int
 	// Registry configures registry access (per-host limits, retries).
 	Registry registry.ScannerOptions
+	// MaxCRDLayerSize bounds an artifact layer read for CRD bundles; 0
+	// means 100 MiB.
+	MaxCRDLayerSize int64
+	// Webhook configures the webhook receivers; they run when Addr is set.
+	Webhook webhook.Options
 }
 
 // NewScheme returns a scheme with every kind uprev reads or writes.
@@ -62,13 +68,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	copts := controller.Options{MaxConcurrentReconciles: max(1, opts.Concurrency)}
-	if slices.Contains(opts.Controllers, ImageScanning) {
+	var scanner *registry.Scanner
+	if slices.Contains(opts.Controllers, ImageScanning) || slices.Contains(opts.Controllers, WriteBack) {
 		metrics := registry.NewMetrics()
 		if err := metrics.Register(crmetrics.Registry); err != nil {
 			return fmt.Errorf("registering registry metrics: %w", err)
 		}
 		opts.Registry.Metrics = metrics
-		scanner := registry.NewScanner(opts.Registry)
+		scanner = registry.NewScanner(opts.Registry)
+	}
+	if slices.Contains(opts.Controllers, ImageScanning) {
 		tags := registry.Store{Dir: filepath.Join(opts.StoragePath, "tags")}
 		tagCount := NewTagCountMetric()
 		if err := crmetrics.Registry.Register(tagCount); err != nil {
@@ -95,7 +104,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		pushes = newGitPushEvents(mgr.GetClient())
 	}
 	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones, pushes: pushes}
+		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}
@@ -104,6 +113,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		syncs := &SyncReconciler{Clones: clones, pushes: pushes}
 		if err := syncs.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up Sync controller: %w", err)
+		}
+	}
+	if opts.Webhook.Addr != "" {
+		receiver := &webhook.Receiver{Options: opts.Webhook, Client: mgr.GetClient(), Secrets: mgr.GetClient()}
+		if err := mgr.Add(receiver); err != nil {
+			return fmt.Errorf("adding the webhook receivers: %w", err)
 		}
 	}
 	return nil

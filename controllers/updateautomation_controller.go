@@ -10,6 +10,8 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,6 +26,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/policy"
+	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
@@ -38,6 +41,11 @@ type UpdateAutomationReconciler struct {
 	// Clones keeps one clone per repository and branch, shared by all
 	// automations.
 	Clones *gitrepo.Cache
+	// Scanner reads the release artifacts that ship CRD bundles.
+	Scanner *registry.Scanner
+	// MaxCRDLayerSize bounds an artifact layer read for CRDs; 0 means the
+	// crds package's default.
+	MaxCRDLayerSize int64
 	// pushes, when set, hears of every push, for the Syncs of the branch.
 	pushes *gitPushEvents
 }
@@ -106,6 +114,8 @@ type automationRun struct {
 	notReady []string
 	session  *gitrepo.Session
 	holds    []gitrepo.Hold
+	// crds are the CRD bundles read for this run.
+	crds []*crdBundle
 	// result is the rewrite that went into the pushed commit (or would
 	// have, when nothing changed).
 	result update.Result
@@ -120,6 +130,7 @@ func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automat
 		r.selectPolicies,
 		r.openRepository,
 		r.readHolds,
+		r.readCRDs,
 		r.writeBack,
 	}
 	defer func() {
@@ -145,8 +156,6 @@ func (r *UpdateAutomationReconciler) validate(_ context.Context, run *automation
 	switch {
 	case spec.Git.Ref.Branch == "":
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref.branch is required: an automation checks out and writes branches")
-	case len(spec.CRDs) > 0:
-		return stalledf(uprevv1.InvalidSpecReason, "spec.crds is not supported by this version of uprev yet")
 	}
 	if _, err := policySelector(run.auto); err != nil {
 		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.policySelector: %w", err))
@@ -203,15 +212,41 @@ func (r *UpdateAutomationReconciler) readHolds(_ context.Context, run *automatio
 	if err != nil {
 		return gitError(fmt.Errorf("reading reverts: %w", err))
 	}
+	if push := run.auto.PushBranch(); push != run.auto.Spec.Git.Ref.Branch {
+		// The commit is built on the push branch when it exists: a revert
+		// made there (on a review branch) holds as well.
+		pushHolds, err := branchHolds(run.session.Dir(), push)
+		if err != nil {
+			return gitError(fmt.Errorf("reading reverts on branch %q: %w", push, err))
+		}
+		holds = append(holds, pushHolds...)
+	}
 	released := releasedHolds(run.auto.Annotations[uprevv1.HoldReleaseAnnotation])
+	seen := map[gitrepo.Update]bool{}
 	for _, h := range holds {
 		pol, ok := run.policies[policyKey(h.Policy)]
-		if !ok || !holdsVersion(h, pol.Status.LatestRef) || released(h) {
+		key := gitrepo.Update{Policy: h.Policy, New: h.Version}
+		if !ok || seen[key] || !holdsVersion(h, pol.Status.LatestRef) || released(h) {
 			continue
 		}
+		seen[key] = true
 		run.holds = append(run.holds, h)
 	}
 	return nil
+}
+
+// branchHolds returns the holds on the fetched branch of the kept clone in
+// dir, none when the branch does not exist on the remote.
+func branchHolds(dir, branch string) ([]gitrepo.Hold, error) {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, err
+	}
+	holds, err := gitrepo.Holds(repo, branch, gitrepo.HoldOptions{})
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, nil
+	}
+	return holds, err
 }
 
 // writeBack rewrites the markers and pushes one commit when something
@@ -244,10 +279,14 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 			}
 			return "", err
 		}
-		if !res.Changed() {
+		crdLines, crdsChanged, err := writeCRDs(dir, run, res)
+		if err != nil {
+			return "", err
+		}
+		if !res.Changed() && !crdsChanged {
 			return "", nil
 		}
-		return commitMessage(run.template, auto, res)
+		return commitMessage(run.template, auto, res, crdLines)
 	}
 	run.commit, err = run.session.WriteBack(ctx, opts, edit)
 	if err != nil {
@@ -263,11 +302,12 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 // commitMessage writes the message of a run's commit: the template's text,
 // then one Uprev-Update trailer per policy update, which revert detection
 // reads back.
-func commitMessage(t *template.Template, auto *uprevv1.UpdateAutomation, res update.Result) (string, error) {
+func commitMessage(t *template.Template, auto *uprevv1.UpdateAutomation, res update.Result, crdLines []string) (string, error) {
 	data := update.CommitData{
 		Automation: auto.Namespace + "/" + auto.Name,
 		Changes:    res.Changes,
 		Updates:    res.Updates(),
+		CRDs:       crdLines,
 	}
 	msg, err := update.CommitMessage(t, data)
 	if err != nil {
@@ -311,6 +351,7 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 		ref := pol.Status.LatestRef
 		auto.Status.ObservedPolicies[key.Name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}
 	}
+	auto.Status.CRDs = crdStatus(run)
 	auto.Status.Holds = nil
 	for _, h := range run.holds {
 		auto.Status.Holds = append(auto.Status.Holds, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})

@@ -386,6 +386,28 @@ func TestAutomationRunsWhenAPolicyChanges(t *testing.T) {
 	g.Expect(auto.Status.ObservedPolicies).To(HaveKey("agent"))
 }
 
+func TestOnePolicyFromSeveralVersionsIsOneUpdate(t *testing.T) {
+	g := NewWithT(t)
+	f := newAutomationFixture(t, []string{"0.9.0", "1.0.0", "1.1.0"}, map[string]string{
+		"apps/a.yaml": "image: IMAGE:1.0.0 # {\"$imagepolicy\": \"NS:agent\"}\n",
+		"apps/b.yaml": "image: IMAGE:0.9.0 # {\"$imagepolicy\": \"NS:agent\"}\n",
+	})
+	waitForLatestTag(t, newPolicy(t, f.ns, "agent", semverChoice(">=0.1.0")), "1.1.0")
+	auto := newAutomation(t, f.ns, f.url)
+	sha := waitForPush(t, auto, "")
+	g.Expect(f.commitField(sha, "%B")).To(Equal(f.expand(`Update agent to 1.1.0
+
+apps/a.yaml: IMAGE:1.0.0 --> IMAGE:1.1.0
+apps/b.yaml: IMAGE:0.9.0 --> IMAGE:1.1.0
+
+Uprev-Update: NS/agent 0.9.0 --> 1.1.0
+Uprev-Update: NS/agent 1.0.0 --> 1.1.0`)))
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventNotes(automationEvents(g, f.ns, auto.Name))).To(ContainElement(
+			"Normal Pushed: Pushed commit " + sha[:10] + " to main: Update agent to 1.1.0"))
+	}).Should(Succeed())
+}
+
 // secretWith returns a Secret of the namespace with data.
 func secretWith(ns, name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: data}

@@ -206,11 +206,35 @@ type UpdateAutomationStatus struct {
 	// +optional
 	RefusedDowngrades []RefusedDowngrade `json:"refusedDowngrades,omitempty"`
 
+	// CRDs reports each CRD bundle as of the last run.
+	// +optional
+	CRDs []CRDBundleStatus `json:"crds,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
+}
+
+// CRDBundleStatus is what a CRD bundle held when last read.
+type CRDBundleStatus struct {
+	// Policy is the ImagePolicy whose artifact ships the CRDs.
+	Policy string `json:"policy"`
+	// Path is where the CRDs are written.
+	Path string `json:"path"`
+	// Version is the tag the CRDs were read from.
+	Version string `json:"version"`
+	// CRDs is the number of CRDs the artifact ships.
+	CRDs int `json:"crds"`
+	// Ignored is the number of documents in the artifact that are not CRDs
+	// and were not written.
+	// +optional
+	Ignored int `json:"ignored,omitempty"`
+	// Removed lists CRDs in Git that the version no longer ships; they are
+	// kept unless the bundle prunes.
+	// +optional
+	Removed []string `json:"removed,omitempty"`
 }
 
 // ImageRef is an image name, tag and optional digest.

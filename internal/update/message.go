@@ -2,6 +2,7 @@ package update
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -14,14 +15,19 @@ type CommitData struct {
 	Changes []Change
 	// Updates lists each policy's move, one per policy and version.
 	Updates []PolicyUpdate
+	// CRDs lists, one line per CRD bundle that changed, what changed in it
+	// (`crds: agents.example.com 1.4.1 --> 1.4.2, new: policies.example.com`).
+	CRDs []string
 }
 
 // DefaultMessageTemplate is the commit message when the automation sets
 // none: a subject naming the one policy and version (or the number of
-// images), then one line per changed value as `<file>: <old> --> <new>`.
+// images), then one line per changed value as `<file>: <old> --> <new>`,
+// then one line per changed CRD bundle.
 const DefaultMessageTemplate = `{{ subject . }}
 
 {{ range .Changes }}{{ .File }}: {{ .OldValue }} --> {{ .NewValue }}
+{{ end }}{{ range .CRDs }}{{ . }}
 {{ end }}`
 
 // ParseMessageTemplate parses a commit message template; an empty text
@@ -48,13 +54,27 @@ func CommitMessage(t *template.Template, data CommitData) (string, error) {
 	return strings.TrimRight(b.String(), " \n\t") + "\n", nil
 }
 
-// Subject is the default subject line: `Update agent to 1.4.2` for one
-// update, `Update 3 images` for several.
+// Subject is the default subject line: `Update agent to 1.4.2` when one
+// policy moves, even from several old versions (files at 1.4.0 and
+// 1.4.1), and `Update 3 images` when several policies move.
 func Subject(data CommitData) string {
-	if len(data.Updates) == 1 {
-		u := data.Updates[0]
-		_, newVersion := u.Versions()
-		return fmt.Sprintf("Update %s to %s", u.Policy.Name, newVersion)
+	var policies []PolicyKey
+	newVersion := ""
+	for _, u := range data.Updates {
+		if !slices.Contains(policies, u.Policy) {
+			policies = append(policies, u.Policy)
+		}
+		// All updates of one policy move to its one latest reference; the
+		// longest form (tag@digest over tag) says the most about it.
+		if _, v := u.Versions(); len(v) > len(newVersion) {
+			newVersion = v
+		}
 	}
-	return fmt.Sprintf("Update %d images", len(data.Updates))
+	if len(policies) == 0 && len(data.CRDs) > 0 {
+		return "Update CRDs"
+	}
+	if len(policies) == 1 {
+		return fmt.Sprintf("Update %s to %s", policies[0].Name, newVersion)
+	}
+	return fmt.Sprintf("Update %d images", len(policies))
 }

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+)
+
+const planDigest = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+// planFleet makes a Git checkout whose agent update to 1.4.2 was reverted;
+// it returns the directory and the revert's SHA.
+func planFleet(t *testing.T) (dir, revert string) {
+	t.Helper()
+	dir = t.TempDir()
+	files := map[string]string{
+		"clusters/prod/agent.yaml": "image: ghcr.io/acme/agent:1.4.1 # {\"$imagepolicy\": \"fleet:agent\"}\n",
+		"clusters/prod/app.yaml":   "image: ghcr.io/acme/app:2.0.0 # {\"$imagepolicy\": \"fleet:app\"}\n",
+		"clusters/prod/kms.yaml":   "image: ghcr.io/acme/kms:2.1.3 # {\"$imagepolicy\": \"kms\"}\n",
+	}
+	runGit(t, dir, "init", "-q", "-b", "main")
+	planCommit(t, dir, "Add fleet", files)
+	planCommit(t, dir, "Update agent\n\n"+gitrepo.FormatUpdateTrailer(gitrepo.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
+		map[string]string{"clusters/prod/agent.yaml": "image: ghcr.io/acme/agent:1.4.2 # {\"$imagepolicy\": \"fleet:agent\"}\n"})
+	runGit(t, dir, "revert", "--no-edit", "HEAD")
+	return dir, runGit(t, dir, "rev-parse", "HEAD")
+}
+
+func TestPlanCommandRefsFile(t *testing.T) {
+	dir, revert := planFleet(t)
+	refs := filepath.Join(t.TempDir(), "refs.yaml")
+	write := func(t *testing.T, content string) {
+		t.Helper()
+		if err := os.WriteFile(refs, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := "held: fleet/agent 1.4.2 (reverted in " + revert[:10] + ")\n"
+	cases := []struct {
+		name     string
+		refs     string
+		args     []string
+		wantOut  string
+		wantErr  string
+		wantCode int
+	}{
+		{
+			name: "changes",
+			refs: "fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\nfleet/app: {name: ghcr.io/acme/app, tag: 1.9.0}\nfleet/kms: {name: ghcr.io/acme/kms, tag: 2.2.0, digest: " + planDigest + "}\n",
+			args: []string{"--path", "./clusters", "--namespace", "fleet"},
+			wantOut: "clusters/prod/kms.yaml: ghcr.io/acme/kms 2.1.3 --> 2.2.0 (" + planDigest + ")\n" +
+				held +
+				"refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n" +
+				"refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 1.9.0 (downgrade)\n",
+			wantCode: 2,
+		},
+		{
+			name:     "downgrade allowed",
+			refs:     "fleet/app: {name: ghcr.io/acme/app, tag: 1.9.0}\n",
+			args:     []string{"--allow-downgrade", "--branch", "main", "--namespace", "fleet"},
+			wantOut:  "clusters/prod/app.yaml: ghcr.io/acme/app 2.0.0 --> 1.9.0\n",
+			wantCode: 2,
+		},
+		{
+			name:     "nothing to change",
+			refs:     "fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\nfleet/app: {name: ghcr.io/acme/app, tag: 2.0.0}\n",
+			args:     []string{"--namespace", "fleet"},
+			wantOut:  held + "refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n",
+			wantCode: 0,
+		},
+		{
+			name:     "marker without namespace and no --namespace",
+			refs:     "fleet/app: {name: ghcr.io/acme/app, tag: 2.0.1}\n",
+			wantOut:  "clusters/prod/app.yaml: ghcr.io/acme/app 2.0.0 --> 2.0.1\n",
+			wantErr:  "error: clusters/prod/kms.yaml:1:",
+			wantCode: 1,
+		},
+		{name: "bad refs file", refs: "agent: {name: a, tag: '1'}\n", wantErr: "want namespace/name", wantCode: 1},
+		{name: "unknown branch", refs: "{}", args: []string{"--branch", "nope"}, wantErr: `branch "nope"`, wantCode: 1},
+		{name: "no source", args: []string{"--refs="}, wantErr: "one of --kubeconfig and --refs is required", wantCode: 1},
+		{name: "two sources", args: []string{"--kubeconfig", "x"}, wantErr: "exclude each other", wantCode: 1},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: "unknown flag: --nope", wantCode: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			write(t, tc.refs)
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--checkout", dir, "--refs", refs}, tc.args...)
+			code := runPlan(context.Background(), args, &stdout, &stderr)
+			g.Expect(code).To(Equal(tc.wantCode), "stderr: %s", stderr.String())
+			g.Expect(stdout.String()).To(Equal(tc.wantOut))
+			if tc.wantErr != "" {
+				g.Expect(stderr.String()).To(ContainSubstring(tc.wantErr))
+			} else {
+				g.Expect(stderr.String()).To(BeEmpty())
+			}
+			g.Expect(runGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
+		})
+	}
+}
+
+func TestPlanCommandCluster(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := cluster.StartT(t)
+	scheme, err := controllers.NewScheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, ns := range []string{"fleet", "other"} {
+		g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	readyPolicy(t, k8s, "fleet", "agent", &imagev1.ImageRef{Name: "ghcr.io/acme/agent", Tag: "1.4.2"})
+	readyPolicy(t, k8s, "fleet", "app", &imagev1.ImageRef{Name: "ghcr.io/acme/app", Tag: "1.9.0"})
+	readyPolicy(t, k8s, "fleet", "kms", &imagev1.ImageRef{Name: "ghcr.io/acme/kms", Tag: "2.2.0", Digest: planDigest})
+	readyPolicy(t, k8s, "fleet", "pending", nil)
+	readyPolicy(t, k8s, "other", "kms", &imagev1.ImageRef{Name: "ghcr.io/acme/kms", Tag: "9.0.0"})
+
+	kubeconfig, err := c.KubeConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfigFile := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfigFile, kubeconfig, 0o600)).To(Succeed())
+
+	dir, revert := planFleet(t)
+	var stdout, stderr bytes.Buffer
+	code := runPlan(ctx, []string{"--checkout", dir, "--path", "clusters", "--kubeconfig", kubeconfigFile, "--namespace", "fleet"}, &stdout, &stderr)
+	g.Expect(code).To(Equal(2), "stderr: %s", stderr.String())
+	g.Expect(stdout.String()).To(Equal(
+		"clusters/prod/kms.yaml: ghcr.io/acme/kms 2.1.3 --> 2.2.0 (" + planDigest + ")\n" +
+			"held: fleet/agent 1.4.2 (reverted in " + revert[:10] + ")\n" +
+			"refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n" +
+			"refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 1.9.0 (downgrade)\n"))
+	g.Expect(stderr.String()).To(Equal("skipped policies not ready: fleet/pending\n"))
+	g.Expect(runGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
+
+	stdout.Reset()
+	stderr.Reset()
+	code = runPlan(ctx, []string{"--checkout", dir, "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, &stdout, &stderr)
+	g.Expect(code).To(Equal(1))
+	g.Expect(stderr.String()).To(HavePrefix("uprev plan: reading kubeconfig"))
+}
+
+// readyPolicy creates a semver ImagePolicy and, when ref is set, gives it
+// that latest ref and a Ready condition through the status subresource.
+func readyPolicy(t *testing.T, k8s client.Client, namespace, name string, ref *imagev1.ImageRef) {
+	t.Helper()
+	ctx := context.Background()
+	pol := &imagev1.ImagePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: imagev1.ImagePolicySpec{
+			ImageRepositoryRef: meta.NamespacedObjectReference{Name: name},
+			Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
+		},
+	}
+	if err := k8s.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	if ref == nil {
+		return
+	}
+	pol.Status.LatestRef = ref
+	pol.Status.Conditions = []metav1.Condition{{
+		Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason,
+		Message: "selected", LastTransitionTime: metav1.Now(), ObservedGeneration: pol.Generation,
+	}}
+	if err := k8s.Status().Update(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runGit runs the git CLI in dir and returns its trimmed output.
+func runGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("/usr/bin/git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GIT_AUTHOR_NAME=uprev", "GIT_AUTHOR_EMAIL=uprev@example.com",
+		"GIT_COMMITTER_NAME=uprev", "GIT_COMMITTER_EMAIL=uprev@example.com",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// planCommit writes files under dir and commits everything with message.
+func planCommit(t *testing.T, dir, message string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runGit(t, dir, "add", "-A")
+	runGit(t, dir, "commit", "-q", "-m", message)
+}

@@ -1,0 +1,175 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/crds"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/update"
+)
+
+// crdBundleFailedReason: the CRDs could not be read from a release artifact.
+const crdBundleFailedReason = "CRDBundleFailed"
+
+// crdBundle is one spec.crds entry with the CRDs read from the artifact its
+// policy selected.
+type crdBundle struct {
+	spec    uprevv1.CRDBundle
+	policy  update.PolicyKey
+	version string
+	bundle  *crds.Bundle
+	// result is what writing it did in the last edit.
+	result crds.Result
+}
+
+// crdSource maps an entry's source to the engine's; exactly one must be set.
+func crdSource(from uprevv1.CRDSource) (crds.Source, string, error) {
+	var src crds.Source
+	var platform string
+	set := 0
+	if from.Chart != nil {
+		src.Chart = true
+		set++
+	}
+	if from.Image != nil {
+		src.ImagePath = from.Image.Path
+		platform = from.Image.Platform
+		set++
+	}
+	if from.Artifact != nil {
+		src.ArtifactMediaType = from.Artifact.MediaType
+		set++
+	}
+	if set != 1 {
+		return src, "", errors.New("exactly one of chart, image and artifact must be set")
+	}
+	return src, platform, nil
+}
+
+// readCRDs reads the CRDs each spec.crds entry ships, from the artifact at
+// the exact digest its policy selected. Entries whose policy is not ready or
+// whose version is held are left for a later run. A refused artifact stops
+// the run: a version and its CRDs move together or not at all.
+func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automationRun) error {
+	for i, entry := range run.auto.Spec.CRDs {
+		src, platform, err := crdSource(entry.From)
+		if err != nil {
+			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.crds[%d].from: %w", i, err))
+		}
+		key := update.PolicyKey{Namespace: run.auto.Namespace, Name: entry.PolicyRef.Name}
+		pol, ok := run.policies[key]
+		if !ok || slices.ContainsFunc(run.holds, func(h gitrepo.Hold) bool {
+			return policyKey(h.Policy) == key && holdsVersion(h, pol.Status.LatestRef)
+		}) {
+			continue
+		}
+		img, err := r.artifact(ctx, pol, platform)
+		if err != nil {
+			return err
+		}
+		bundle, err := crds.Extract(ctx, img, src, crds.Options{MaxLayerSize: r.MaxCRDLayerSize})
+		if err != nil {
+			return degraded(crdBundleFailedReason, fmt.Errorf("spec.crds[%d]: reading %s from %s: %w", i, src, pol.Status.LatestRef.String(), err))
+		}
+		run.crds = append(run.crds, &crdBundle{spec: entry, policy: key, version: pol.Status.LatestRef.Tag, bundle: bundle})
+	}
+	return nil
+}
+
+// artifact returns the artifact a policy selected, read by digest with its
+// ImageRepository's credentials.
+func (r *UpdateAutomationReconciler) artifact(ctx context.Context, pol *imagev1.ImagePolicy, platform string) (v1.Image, error) {
+	repo := &imagev1.ImageRepository{}
+	if err := r.Get(ctx, repositoryOf(pol), repo); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, transient(crdBundleFailedReason, fmt.Errorf("ImageRepository %s not found", repositoryOf(pol)))
+		}
+		return nil, fmt.Errorf("reading ImageRepository %s: %w", repositoryOf(pol), err)
+	}
+	access, err := registryAccess(ctx, r.Client, repo)
+	if err != nil {
+		return nil, err
+	}
+	client, err := r.Scanner.Client(ctx, access)
+	if err != nil {
+		return nil, registryError(err)
+	}
+	ref := pol.Status.LatestRef
+	digest := ref.Digest
+	if digest == "" {
+		if digest, err = client.Digest(ctx, ref.Name, ref.Tag); err != nil {
+			return nil, registryError(err)
+		}
+	}
+	img, err := client.Artifact(ctx, ref.Name, digest, registry.WithPlatform(platform))
+	if err != nil {
+		return nil, registryError(err)
+	}
+	return img, nil
+}
+
+// writeCRDs writes the bundles into the checkout dir, except those of
+// policies whose version change was refused, and returns their summaries
+// for the commit message.
+func writeCRDs(dir string, run *automationRun, res update.Result) ([]string, bool, error) {
+	var summaries []string
+	changed := false
+	for _, b := range run.crds {
+		if slices.ContainsFunc(res.Refused, func(f update.Refusal) bool { return f.Change.Policy == b.policy }) {
+			b.result = crds.Result{}
+			continue
+		}
+		previous := ""
+		if observed, ok := run.auto.Status.ObservedPolicies[b.policy.Name]; ok {
+			previous = observed.Tag
+		}
+		for _, c := range res.Changes {
+			if c.Policy == b.policy && c.Old.Tag != "" {
+				previous = c.Old.Tag
+			}
+		}
+		result, err := crds.Write(dir, b.spec.Path, b.bundle, crds.WriteOptions{Prune: b.spec.Prune, Version: b.version, PreviousVersion: previous})
+		if err != nil {
+			if errors.Is(err, crds.ErrPathEscapesRoot) {
+				return nil, false, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.crds path %q: %w", b.spec.Path, err))
+			}
+			return nil, false, fmt.Errorf("writing the CRDs of %s: %w", b.policy, err)
+		}
+		b.result = result
+		if result.Changed() {
+			changed = true
+			summaries = append(summaries, result.Summary())
+		}
+	}
+	return summaries, changed, nil
+}
+
+// crdStatus reports the bundles of a run in status.
+func crdStatus(run *automationRun) []uprevv1.CRDBundleStatus {
+	var out []uprevv1.CRDBundleStatus
+	for _, b := range run.crds {
+		st := uprevv1.CRDBundleStatus{
+			Policy:  b.policy.String(),
+			Path:    b.spec.Path,
+			Version: b.version,
+			CRDs:    len(b.bundle.CRDs),
+			Ignored: b.bundle.Ignored,
+		}
+		if !b.result.Pruned {
+			for _, c := range b.result.Removed {
+				st.Removed = append(st.Removed, c.Name)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}

@@ -1,0 +1,48 @@
+package registry
+
+import (
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Push pushes img, which the test built (a container image, a Helm chart or
+// any OCI artifact), as repo:tag and returns its digest.
+func (r *Registry) Push(t testing.TB, repo, tag string, img v1.Image) string {
+	t.Helper()
+	ref := r.tag(t, repo, tag)
+	if err := remote.Write(ref, img, remote.WithTransport(handlerTransport{r})); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatalf("computing the digest of %s: %v", ref, err)
+	}
+	return digest.String()
+}
+
+// PushIndex pushes index, a multi-arch image the test built, with all its
+// images, as repo:tag and returns the digest of the index.
+func (r *Registry) PushIndex(t testing.TB, repo, tag string, index v1.ImageIndex) string {
+	t.Helper()
+	ref := r.tag(t, repo, tag)
+	if err := remote.WriteIndex(ref, index, remote.WithTransport(handlerTransport{r})); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	digest, err := index.Digest()
+	if err != nil {
+		t.Fatalf("computing the digest of %s: %v", ref, err)
+	}
+	return digest.String()
+}
+
+func (r *Registry) tag(t testing.TB, repo, tag string) name.Tag {
+	t.Helper()
+	ref, err := name.NewTag(r.Image(repo)+":"+tag, name.Insecure)
+	if err != nil {
+		t.Fatalf("parsing image name: %v", err)
+	}
+	return ref
+}
