@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -196,8 +195,6 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 		return result, err
 	}
 
-	tStart := time.Now()
-	defer func() { fmt.Fprintf(os.Stderr, "TIMING total %v\n", time.Since(tStart)) }()
 	// 1. Validate the whole set.
 	v, err := validateSet(ctx, rm, set, crdScopes)
 	if err != nil {
@@ -207,7 +204,6 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 		return result, &ValidationError{Failures: v.failures}
 	}
 
-	fmt.Fprintf(os.Stderr, "TIMING validate %v\n", time.Since(tStart))
 	applyOpts := ssa.DefaultApplyOptions()
 	applyOpts.ExclusionSelector = map[string]string{ReconcileAnnotation: DisabledValue}
 	applyOpts.WaitInterval = pollInterval
@@ -247,9 +243,7 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 		}
 		others = append(others, v.deferred...)
 	}
-	fmt.Fprintf(os.Stderr, "TIMING late-validate %v\n", time.Since(tStart))
 
-	fmt.Fprintf(os.Stderr, "TIMING defs %v\n", time.Since(tStart))
 	// 3. Everything else.
 	if err := applyInParallel(ctx, rm, others, applyOpts, v); err != nil {
 		result.ChangeSet.Append(v.entries(set))
@@ -259,7 +253,6 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 	result.ChangeSet.Append(v.entries(set))
 	result.Inventory = inventory(set)
 
-	fmt.Fprintf(os.Stderr, "TIMING others %v\n", time.Since(tStart))
 	// 4. Prune.
 	if opts.Prune {
 		pruned, err := prune(ctx, rm, previous, result.Inventory)
