@@ -15,9 +15,9 @@ build:
 	go build -o $(BIN)/uprev .
 
 ## controlplane: build kube-apiserver and etcd from the Go module proxy (only when missing).
-controlplane: $(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd
+controlplane: $(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kubectl
 
-$(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd:
+$(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kubectl:
 	test/controlplane/build.sh $(K8S_ASSETS)
 
 ## test: every test, race detector on, against real control planes.

@@ -1,5 +1,9 @@
 package controllers
 
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
 import (
 	"context"
 	"errors"
@@ -37,10 +41,6 @@ const imageRepositoryRefIndex = ".spec.imageRepositoryRef"
 
 // ImagePolicyReconciler selects the latest tag of each ImagePolicy's
 // repository.
-//
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 type ImagePolicyReconciler struct {
 	reconciler
 	// Scanner reaches registries for digest lookups.

@@ -1,5 +1,11 @@
 package controllers
 
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 import (
 	"context"
 	"crypto/sha256"
@@ -32,12 +38,6 @@ const invalidExclusionListReason = "InvalidExclusionList"
 const latestTagsShown = 10
 
 // ImageRepositoryReconciler scans registries for the tags of ImageRepositories.
-//
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories,verbs=get;list;watch
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 type ImageRepositoryReconciler struct {
 	reconciler
 	// Scanner reaches registries with shared limits, retries and metrics.

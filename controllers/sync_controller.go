@@ -1,5 +1,8 @@
 package controllers
 
+// +kubebuilder:rbac:groups=uprev.dev,resources=syncs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=uprev.dev,resources=syncs/status,verbs=get;update;patch
+
 import (
 	"context"
 	"crypto/sha256"
@@ -34,9 +37,6 @@ import (
 const kubeConfigKey = "value"
 
 // SyncReconciler applies a Git path onto the targets of each Sync.
-//
-// +kubebuilder:rbac:groups=uprev.dev,resources=syncs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=uprev.dev,resources=syncs/status,verbs=get;update;patch
 type SyncReconciler struct {
 	reconciler
 	// Clones keeps one clone per repository and branch.

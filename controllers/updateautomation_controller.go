@@ -1,5 +1,9 @@
 package controllers
 
+// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
+
 import (
 	"context"
 	"errors"
@@ -8,7 +12,6 @@ import (
 	"text/template"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -25,17 +28,13 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/policy"
+	"github.com/uprev-dev/uprev/internal/plan"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
 // UpdateAutomationReconciler writes the versions ImagePolicies select into
 // Git.
-//
-// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations,verbs=get;list;watch
-// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
 type UpdateAutomationReconciler struct {
 	reconciler
 	// Clones keeps one clone per repository and branch, shared by all
@@ -110,6 +109,9 @@ type automationRun struct {
 	template *template.Template
 	// policies are the selected, ready policies by key.
 	policies map[update.PolicyKey]*imagev1.ImagePolicy
+	// planned are the same policies as the guard and the rewriter see them:
+	// latest ref and ordering.
+	planned map[update.PolicyKey]plan.Policy
 	// notReady names selected policies without a latest ref yet.
 	notReady []string
 	session  *gitrepo.Session
@@ -176,14 +178,14 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 	if err := r.List(ctx, &list, client.InNamespace(run.auto.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("listing image policies: %w", err)
 	}
+	run.planned, run.notReady = plan.PoliciesOf(list.Items)
 	run.policies = map[update.PolicyKey]*imagev1.ImagePolicy{}
 	for i := range list.Items {
 		pol := &list.Items[i]
-		if pol.Status.LatestRef == nil || !conditions.IsReady(pol) {
-			run.notReady = append(run.notReady, pol.Name)
-			continue
+		key := update.PolicyKey{Namespace: pol.Namespace, Name: pol.Name}
+		if _, ready := run.planned[key]; ready {
+			run.policies[key] = pol
 		}
-		run.policies[update.PolicyKey{Namespace: pol.Namespace, Name: pol.Name}] = pol
 	}
 	return nil
 }
@@ -223,16 +225,24 @@ func (r *UpdateAutomationReconciler) readHolds(_ context.Context, run *automatio
 	}
 	released := releasedHolds(run.auto.Annotations[uprevv1.HoldReleaseAnnotation])
 	seen := map[gitrepo.Update]bool{}
-	for _, h := range holds {
-		pol, ok := run.policies[policyKey(h.Policy)]
+	for _, h := range plan.HoldsInForce(holds, run.latestRefs()) {
 		key := gitrepo.Update{Policy: h.Policy, New: h.Version}
-		if !ok || seen[key] || !holdsVersion(h, pol.Status.LatestRef) || released(h) {
+		if seen[key] || released(h) {
 			continue
 		}
 		seen[key] = true
 		run.holds = append(run.holds, h)
 	}
 	return nil
+}
+
+// latestRefs returns the latest ref of each selected, ready policy.
+func (run *automationRun) latestRefs() map[update.PolicyKey]update.Ref {
+	refs := make(map[update.PolicyKey]update.Ref, len(run.planned))
+	for key, p := range run.planned {
+		refs[key] = p.Ref
+	}
+	return refs
 }
 
 // branchHolds returns the holds on the fetched branch of the kept clone in
@@ -253,10 +263,7 @@ func branchHolds(dir, branch string) ([]gitrepo.Hold, error) {
 // changed.
 func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automationRun) error {
 	auto := run.auto
-	refs := make(map[update.PolicyKey]update.Ref, len(run.policies))
-	for key, pol := range run.policies {
-		refs[key] = update.Ref{Image: pol.Status.LatestRef.Name, Tag: pol.Status.LatestRef.Tag, Digest: pol.Status.LatestRef.Digest}
-	}
+	refs := run.latestRefs()
 	signer, err := commitSigner(ctx, r.Client, auto)
 	if err != nil {
 		return err
@@ -270,7 +277,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		res, err := update.RewriteMarkers(ctx, dir, auto.Spec.Update.Path, update.Options{
 			Policies:         refs,
 			DefaultNamespace: auto.Namespace,
-			Guard:            run.guard,
+			Guard:            plan.Guard(run.holds, run.planned, auto.Spec.AllowDowngrade),
 		})
 		run.result = res
 		if err != nil {
@@ -322,24 +329,6 @@ func commitMessage(t *template.Template, auto *uprevv1.UpdateAutomation, res upd
 		b.WriteString("\n")
 	}
 	return b.String(), nil
-}
-
-// guard refuses held versions and, unless allowed, downgrades.
-func (run *automationRun) guard(c update.Change) (bool, string) {
-	for _, h := range run.holds {
-		if policyKey(h.Policy) == c.Policy && holdsRef(h, c.Latest) {
-			return false, fmt.Sprintf("held: %s was reverted in %s", h.Version, shortSHA(h.RevertedIn))
-		}
-	}
-	if run.auto.Spec.AllowDowngrade || c.Old.Tag == "" || c.Old.Tag == c.New.Tag {
-		return true, ""
-	}
-	pol := run.policies[c.Policy]
-	order, err := policy.Compare(pol.Spec.Policy, pol.Spec.FilterTags, c.Old.Tag, c.New.Tag)
-	if err == nil && order > 0 {
-		return false, fmt.Sprintf("downgrade from %s to %s refused", c.Old.Tag, c.New.Tag)
-	}
-	return true, ""
 }
 
 // recordStatus writes what the run saw and did into status, and records
@@ -408,23 +397,6 @@ func containsDowngrade(list []uprevv1.RefusedDowngrade, d uprevv1.RefusedDowngra
 		}
 	}
 	return false
-}
-
-// policyKey parses `namespace/name`.
-func policyKey(s string) update.PolicyKey {
-	ns, name, _ := strings.Cut(s, "/")
-	return update.PolicyKey{Namespace: ns, Name: name}
-}
-
-// holdsVersion reports whether hold h is on the version ref names.
-func holdsVersion(h gitrepo.Hold, ref *imagev1.ImageRef) bool {
-	return ref != nil && holdsRef(h, update.Ref{Tag: ref.Tag, Digest: ref.Digest})
-}
-
-// holdsRef reports whether hold h is on ref's tag (or tag@digest, the form
-// of a digest-only update).
-func holdsRef(h gitrepo.Hold, ref update.Ref) bool {
-	return h.Version == ref.Tag || (ref.Digest != "" && h.Version == ref.Tag+"@"+ref.Digest)
 }
 
 // releasedHolds parses the release annotation: `*`, or comma-separated

@@ -67,9 +67,7 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 		}
 		key := update.PolicyKey{Namespace: run.auto.Namespace, Name: entry.PolicyRef.Name}
 		pol, ok := run.policies[key]
-		if !ok || slices.ContainsFunc(run.holds, func(h gitrepo.Hold) bool {
-			return policyKey(h.Policy) == key && holdsVersion(h, pol.Status.LatestRef)
-		}) {
+		if !ok || slices.ContainsFunc(run.holds, func(h gitrepo.Hold) bool { return h.Policy == key.String() }) {
 			continue
 		}
 		img, err := r.artifact(ctx, pol, platform)

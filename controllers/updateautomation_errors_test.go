@@ -75,7 +75,7 @@ tag: "0.1.0" # {"$imagepolicy": "NS:ghost:tag"}
 	st := waitForReady(t, auto)
 	g.Expect(st.ObservedPolicies).To(HaveLen(1))
 	g.Expect(st.ObservedPolicies).To(HaveKey("agent"))
-	g.Expect(conditions.GetMessage(auto, meta.ReadyCondition)).To(Equal("pushed " + sha[:10] + " to main; skipped policies not ready: ghost"))
+	g.Expect(conditions.GetMessage(auto, meta.ReadyCondition)).To(Equal("pushed " + sha[:10] + " to main; skipped policies not ready: " + f.ns + "/ghost"))
 }
 
 func TestBadMessageTemplateStalls(t *testing.T) {

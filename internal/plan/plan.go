@@ -173,12 +173,10 @@ func HoldsInForce(holds []gitrepo.Hold, refs map[update.PolicyKey]update.Ref) []
 
 // Guard refuses changes to held versions and, unless allowDowngrade,
 // changes the policy's ordering ranks below the version in Git. Its reasons
-// read like the controller's. Tags the ordering cannot compare are allowed,
+// are the controller's. Tags the ordering cannot compare are allowed,
 // as the controller allows them.
-//
-// This duplicates the guard of the UpdateAutomation controller
-// (controllers/updateautomation_controller.go), which works on ImagePolicy
-// objects; the two should share one implementation.
+// The UpdateAutomation controller uses the same guard, so a plan shows
+// what a run would do.
 func Guard(holds []gitrepo.Hold, policies map[update.PolicyKey]Policy, allowDowngrade bool) update.Guard {
 	return func(c update.Change) (bool, string) {
 		for _, h := range holds {

@@ -55,11 +55,8 @@ type Options struct {
 }
 
 // Receiver is the HTTP server of the webhook receivers. It implements
-// manager.Runnable and runs on every replica, leader or not.
-//
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=uprev.dev,resources=syncs;updateautomations,verbs=get;list;watch;patch
+// manager.Runnable and runs on every replica, leader or not. Its RBAC (patch
+// on the kinds it triggers) is the role in config/webhook.
 type Receiver struct {
 	// Options are the address and Secret name.
 	Options Options

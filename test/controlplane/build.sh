@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from the Go module proxy into the given
-# directory (default: ../../bin/k8s), for envtest. Skips binaries already there.
+# Builds kube-apiserver and etcd (for envtest) and kubectl (for the install
+# tests) from the Go module proxy into the given directory (default:
+# ../../bin/k8s). Skips binaries already there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../bin/k8s}
@@ -13,7 +14,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=2026-01-01T00:00:00Z"
 done
 cd "$here"
-for bin in kube-apiserver etcd; do
+for bin in kube-apiserver etcd kubectl; do
   if [ ! -x "$out/$bin" ]; then
     echo "building $bin (about 4 minutes from empty caches)..." >&2
     CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$bin.tmp" "./$bin"
