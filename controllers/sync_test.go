@@ -25,7 +25,10 @@ import (
 
 // remoteClusters are two more control planes standing in for workload
 // clusters, started once for the Sync tests that need them.
-var remoteClusters struct {
+var remoteClusters remotes
+
+// remotes are the eu and us clusters with their kubeconfigs and clients.
+type remotes struct {
 	once   sync.Once
 	err    error
 	eu, us *cluster.Cluster
@@ -314,27 +317,39 @@ func ensureNamespace(t *testing.T, c client.Client, ns string) {
 	}
 }
 
-func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
+// twoRemoteTargets makes a namespace here and in the eu and us clusters,
+// with the kubeconfig Secrets eu-1 and us-1.
+func twoRemoteTargets(t *testing.T) (string, *remotes) {
+	t.Helper()
 	startRemoteClusters(t)
-	g := NewWithT(t)
 	ns := newNamespace(t)
 	rc := &remoteClusters
 	ensureNamespace(t, rc.euC, ns)
 	ensureNamespace(t, rc.usC, ns)
 	kubeConfigSecret(t, ns, "eu-1", rc.euKC)
 	kubeConfigSecret(t, ns, "us-1", rc.usKC)
+	return ns, rc
+}
 
-	srv := gitserver.Start(t)
-	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/web.yaml": deployment(ns, "web", "ghcr.io/acme/web:1.0.0")})
-	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+// inWaves targets eu-1 then us-1, waiting up to timeout for health.
+func inWaves(timeout time.Duration) func(*uprevv1.Sync) {
+	return func(s *uprevv1.Sync) {
 		s.Spec.Targets = []uprevv1.Target{
 			{Name: "eu-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu-1")}},
 			{Name: "us-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("us-1")}},
 		}
 		s.Spec.Rollout = &uprevv1.Rollout{Waves: [][]string{{"eu-1"}, {"us-1"}}}
 		s.Spec.Wait = true
-		s.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
-	})
+		s.Spec.Timeout = &metav1.Duration{Duration: timeout}
+	}
+}
+
+func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
+	g := NewWithT(t)
+	ns, rc := twoRemoteTargets(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/web.yaml": deployment(ns, "web", "ghcr.io/acme/web:1.0.0")})
+	s := newSync(t, ns, url, "app", inWaves(time.Minute))
 
 	// The first wave's Deployment exists but is not healthy yet; the second
 	// wave must not have been touched.
@@ -357,26 +372,11 @@ func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
 }
 
 func TestSyncFailedWaveStopsRollout(t *testing.T) {
-	startRemoteClusters(t)
 	g := NewWithT(t)
-	ns := newNamespace(t)
-	rc := &remoteClusters
-	ensureNamespace(t, rc.euC, ns)
-	ensureNamespace(t, rc.usC, ns)
-	kubeConfigSecret(t, ns, "eu-1", rc.euKC)
-	kubeConfigSecret(t, ns, "us-1", rc.usKC)
-
+	ns, rc := twoRemoteTargets(t)
 	srv := gitserver.Start(t)
 	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
-	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
-		s.Spec.Targets = []uprevv1.Target{
-			{Name: "eu-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu-1")}},
-			{Name: "us-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("us-1")}},
-		}
-		s.Spec.Rollout = &uprevv1.Rollout{Waves: [][]string{{"eu-1"}, {"us-1"}}}
-		s.Spec.Wait = true
-		s.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second}
-	})
+	s := newSync(t, ns, url, "app", inWaves(3*time.Second))
 	first := srv.Log(t, "fleet", "main")[0].SHA
 	waitApplied(t, s, first, "eu-1", "us-1")
 
