@@ -9,6 +9,18 @@
 // established, then the rest), prunes what left the set since the previous
 // inventory, and optionally waits for the applied objects to become healthy.
 //
+// A reconcile of an unchanged set is cheap: an Applier remembers the
+// resourceVersion each object had once uprev applied it (as the apply
+// returned it) or found it unchanged (as listed before the dry-run), with
+// a hash of its manifest. On the next Apply it lists the resourceVersions
+// with one metadata-only LIST per kind and namespace; an object whose
+// manifest and resourceVersion are unchanged has not been written to by
+// anyone and is reported unchanged without a dry-run. Anything else (an
+// object edited or deleted in the cluster, a new manifest, an Applier that
+// just started, a list the identity may not make, a CRD of the set that
+// changed, a verification older than an hour) goes through the dry-run
+// diff. Versions are remembered per impersonated identity.
+//
 // Libraries, and why:
 //
 //   - github.com/fluxcd/pkg/ssa does the server-side apply: staging
