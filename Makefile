@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 CONTROLLER_GEN_VERSION := v0.23.0
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
-.PHONY: all build test bench lint generate manifests demo controlplane e2e
+.PHONY: all build test bench lint generate manifests demo controlplane
 
 all: build
 

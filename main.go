@@ -72,7 +72,7 @@ func run(args []string) error {
 
 	log := logger.NewLogger(logOpts)
 	ctrl.SetLogger(log)
-	if err := jitterOpts.SetGlobalJitter(nil); err != nil {
+	if err := jitterOpts.SetGlobalJitter(controllers.JitterRand()); err != nil {
 		return fmt.Errorf("setting interval jitter: %w", err)
 	}
 

@@ -10,15 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // remoteName is the name of the remote in every kept clone.
@@ -48,6 +50,10 @@ type Cache struct {
 type keptClone struct {
 	dir  string
 	lock chan struct{}
+	// indexAt is what the last user knew of the clone's index. Only the
+	// holder of lock reads or writes it. It is kept in memory, so a clone
+	// found on disk after a restart is first checked in full.
+	indexAt indexRecord
 }
 
 // CacheStats counts the network operations of a Cache.
@@ -95,10 +101,16 @@ type Session struct {
 	// cleanAt is the commit the index and working tree match exactly, zero
 	// when they may differ from HEAD.
 	cleanAt plumbing.Hash
+	// indexAt records the commit at HEAD whose tree the index holds
+	// exactly, zero when unknown. The working tree may still differ from
+	// the index.
+	indexAt indexRecord
 	// revision is the commit OpenRevision checked out, zero for a session
 	// at the tip of its branch.
 	revision  plumbing.Hash
 	wroteBack bool
+	// storages are the repositories the session opened, closed by Close.
+	storages []*filesystem.Storage
 }
 
 // Open locks the kept clone of remote and opts.Branch, waiting for other
@@ -117,7 +129,7 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
 	}
-	s := &Session{dir: kc.dir, remote: remote, branch: opts.Branch, pushBranch: opts.PushBranch, cache: c, clone: kc}
+	s := &Session{dir: kc.dir, remote: remote, branch: opts.Branch, pushBranch: opts.PushBranch, cache: c, clone: kc, indexAt: kc.indexAt}
 	if err := s.sync(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("fetching branch %q of %s: %w", opts.Branch, remote.URL, err)
@@ -141,7 +153,12 @@ func (c *Cache) keptClone(url, branch string) *keptClone {
 // Close releases the kept clone for its next user. It is safe to call more
 // than once.
 func (s *Session) Close() {
+	for _, storage := range s.storages {
+		_ = storage.Close() // read-only files; nothing is lost
+	}
+	s.storages = nil
 	if s.clone != nil {
+		s.clone.indexAt = s.indexAt
 		<-s.clone.lock
 		s.clone = nil
 	}
@@ -165,7 +182,7 @@ func (s *Session) Head() string {
 // fetches into a clone that is there and sound, and clones afresh when there
 // is none, when it is damaged, or when the remote rewrote the branch.
 func (s *Session) sync(ctx context.Context) error {
-	repo, err := openClone(s.dir, s.branch)
+	repo, err := s.openClone()
 	if err == nil {
 		err = s.fetch(ctx, repo)
 		if err == nil {
@@ -185,6 +202,7 @@ func (s *Session) sync(ctx context.Context) error {
 // reclone clones the remote next to the kept clone and replaces it only
 // when the clone succeeded, so a network failure leaves it as it was.
 func (s *Session) reclone(ctx context.Context) error {
+	s.indexAt = indexRecord{}
 	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+".new-")
 	if err != nil {
 		return fmt.Errorf("creating clone directory: %w", err)
@@ -210,7 +228,7 @@ func (s *Session) reclone(ctx context.Context) error {
 	if err := os.Rename(tmp, s.dir); err != nil {
 		return fmt.Errorf("moving the new clone in place: %w", err)
 	}
-	s.repo, err = git.PlainOpen(s.dir)
+	s.repo, err = s.openRepository()
 	if err != nil {
 		return fmt.Errorf("opening the new clone: %w", err)
 	}
@@ -257,13 +275,34 @@ func (s *Session) checkoutFresh(commit plumbing.Hash) error {
 		return fmt.Errorf("detaching HEAD: %w", err)
 	}
 	s.cleanAt = commit
+	s.recordIndex(commit)
 	return nil
 }
 
-// openClone opens the clone in dir and checks that it is sound enough to
+// openRepository opens the repository of the kept clone. Its pack files
+// stay open until Close, where git.PlainOpen would open a pack file again
+// for each object read: a commit, a push or a checkout reads thousands.
+func (s *Session) openRepository() (*git.Repository, error) {
+	wt := osfs.New(s.dir)
+	if _, err := wt.Stat(git.GitDirName); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, git.ErrRepositoryNotExists
+		}
+		return nil, err
+	}
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, err
+	}
+	storage := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	s.storages = append(s.storages, storage)
+	return git.Open(storage, wt)
+}
+
+// openClone opens the kept clone and checks that it is sound enough to
 // fetch into: HEAD, the index and the fetched branch tip with its tree.
-func openClone(dir, branch string) (*git.Repository, error) {
-	repo, err := git.PlainOpen(dir)
+func (s *Session) openClone() (*git.Repository, error) {
+	repo, err := s.openRepository()
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +312,7 @@ func openClone(dir, branch string) (*git.Repository, error) {
 	if _, err := repo.Storer.Index(); err != nil {
 		return nil, fmt.Errorf("reading the index: %w", err)
 	}
-	ref, err := repo.Reference(trackingRef(branch), true)
+	ref, err := repo.Reference(trackingRef(s.branch), true)
 	if err != nil {
 		return nil, fmt.Errorf("reading the fetched branch: %w", err)
 	}
@@ -399,12 +438,20 @@ func (s *Session) branchTip() plumbing.Hash {
 }
 
 // resetTo detaches HEAD at commit and makes the index and working tree match
-// it, removing untracked files. A working tree already there and clean costs
-// one status.
+// it, removing untracked files. A working tree that an earlier session left
+// clean at HEAD is moved by the difference between the two commits, which
+// costs reading the files' metadata once; any other is hard reset, which
+// costs rewriting and reading every file.
 func (s *Session) resetTo(commit plumbing.Hash) error {
 	if s.cleanAt == commit && !commit.IsZero() {
 		return nil
 	}
+	if switched, err := s.switchCleanTree(commit); err == nil && switched {
+		s.cleanAt = commit
+		return nil
+	}
+	// The hard reset below repairs whatever the switch did or did not do.
+	s.indexAt = indexRecord{}
 	w, err := s.repo.Worktree()
 	if err != nil {
 		return fmt.Errorf("opening the working tree: %w", err)
@@ -435,11 +482,12 @@ func (s *Session) resetTo(commit plumbing.Hash) error {
 		}
 	}
 	for _, path := range untracked {
-		if err := s.removeUntracked(path); err != nil {
-			return err
+		if err := s.removeFile(path); err != nil {
+			return fmt.Errorf("removing untracked file: %w", err)
 		}
 	}
 	s.cleanAt = commit
+	s.recordIndex(commit)
 	return nil
 }
 
@@ -449,21 +497,6 @@ func (s *Session) hardReset(w *git.Worktree, commit plumbing.Hash) error {
 	}
 	if err := w.Reset(&git.ResetOptions{Commit: commit, Mode: git.HardReset}); err != nil {
 		return fmt.Errorf("resetting the working tree to %s: %w", commit, err)
-	}
-	return nil
-}
-
-// removeUntracked removes an untracked file and the directories it leaves
-// empty.
-func (s *Session) removeUntracked(path string) error {
-	full := filepath.Join(s.dir, filepath.FromSlash(path))
-	if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing untracked file %s: %w", path, err)
-	}
-	for dir := filepath.Dir(full); dir != s.dir && strings.HasPrefix(dir, s.dir); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil {
-			break // not empty
-		}
 	}
 	return nil
 }

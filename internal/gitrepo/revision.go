@@ -67,7 +67,7 @@ func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref) (*Ses
 	case <-ctx.Done():
 		return nil, "", fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
 	}
-	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, wroteBack: true}
+	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, indexAt: kc.indexAt, wroteBack: true}
 	commit, err := s.syncRevision(ctx, target)
 	if err != nil {
 		s.Close()
@@ -162,7 +162,7 @@ func (r Ref) target() revisionTarget {
 // checks out the commit the target resolves to. Like sync, it fetches into
 // a clone that is there and sound, and clones afresh otherwise.
 func (s *Session) syncRevision(ctx context.Context, t revisionTarget) (plumbing.Hash, error) {
-	repo, err := openRevisionClone(s.dir)
+	repo, err := s.openRevisionClone()
 	if err == nil {
 		err = s.fetchRevision(ctx, repo, t.specs)
 		if err == nil {
@@ -186,6 +186,7 @@ func (s *Session) syncRevision(ctx context.Context, t revisionTarget) (plumbing.
 // clone and replaces it only when the fetch succeeded, so that a network
 // failure leaves it as it was.
 func (s *Session) recloneRevision(ctx context.Context, t revisionTarget) (plumbing.Hash, error) {
+	s.indexAt = indexRecord{}
 	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+".new-")
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("creating clone directory: %w", err)
@@ -201,7 +202,7 @@ func (s *Session) recloneRevision(ctx context.Context, t revisionTarget) (plumbi
 	if err := os.Rename(tmp, s.dir); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("moving the new clone in place: %w", err)
 	}
-	s.repo, err = git.PlainOpen(s.dir)
+	s.repo, err = s.openRepository()
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("opening the new clone: %w", err)
 	}
@@ -249,12 +250,12 @@ func (s *Session) fetchRevision(ctx context.Context, repo *git.Repository, specs
 	return nil
 }
 
-// openRevisionClone opens the kept clone of a tag or commit in dir and
+// openRevisionClone opens the kept clone of a tag or commit and
 // checks that it is sound enough to fetch into: the index, every fetched
 // ref's object, and the commit and tree checked out, if any. A clone whose
 // first use found no commit to check out has no HEAD yet.
-func openRevisionClone(dir string) (*git.Repository, error) {
-	repo, err := git.PlainOpen(dir)
+func (s *Session) openRevisionClone() (*git.Repository, error) {
+	repo, err := s.openRepository()
 	if err != nil {
 		return nil, err
 	}

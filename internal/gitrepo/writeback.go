@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -230,33 +231,37 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 	if message == "" {
 		return plumbing.ZeroHash, nil
 	}
-	w, err := s.repo.Worktree()
+	idx, err := s.repo.Storer.Index()
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("opening the working tree: %w", err)
+		return plumbing.ZeroHash, fmt.Errorf("reading the index: %w", err)
 	}
-	status, err := w.Status()
+	paths, err := s.worktreeChanges(idx)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("reading the working tree status: %w", err)
-	}
-	var paths []string
-	for path, st := range status {
-		if st.Worktree != git.Unmodified {
-			paths = append(paths, path)
-		}
+		return plumbing.ZeroHash, err
 	}
 	if len(paths) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	if err := s.stage(paths); err != nil {
+	if err := s.stageInto(idx, paths); err != nil {
 		return plumbing.ZeroHash, err
+	}
+	w, err := s.repo.Worktree()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("opening the working tree: %w", err)
 	}
 	who := &object.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail, When: time.Now()}
 	commitOpts := &git.CommitOptions{Author: who, Committer: who, Parents: parents}
 	opts.Signer.apply(commitOpts)
 	hash, err := w.Commit(message, commitOpts)
+	if errors.Is(err, git.ErrEmptyCommit) {
+		return plumbing.ZeroHash, nil
+	}
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("committing: %w", err)
 	}
+	// The commit holds the index, which holds the working tree.
+	s.cleanAt = hash
+	s.recordIndex(hash)
 	return hash, nil
 }
 
@@ -268,10 +273,19 @@ func (s *Session) stage(paths []string) error {
 	if err != nil {
 		return fmt.Errorf("reading the index: %w", err)
 	}
+	return s.stageInto(idx, paths)
+}
+
+// stageInto is stage on the index idx, read from the repository.
+func (s *Session) stageInto(idx *index.Index, paths []string) error {
+	// From here on, the index holds more than HEAD.
+	s.indexAt = indexRecord{}
 	for _, path := range paths {
 		full := filepath.Join(s.dir, filepath.FromSlash(path))
 		info, err := os.Lstat(full)
-		if errors.Is(err, fs.ErrNotExist) {
+		// A path whose parent became a file (ENOTDIR) or that became a
+		// directory is gone as a file.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || (err == nil && info.IsDir()) {
 			if _, err := idx.Remove(path); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
 				return fmt.Errorf("unstaging %s: %w", path, err)
 			}
@@ -305,15 +319,7 @@ func (s *Session) stage(paths []string) error {
 // storeBlob writes the content of the file at full (a symlink's target) to
 // the object store and returns its hash.
 func (s *Session) storeBlob(full string, info fs.FileInfo) (plumbing.Hash, error) {
-	var content []byte
-	var err error
-	if info.Mode()&fs.ModeSymlink != 0 {
-		var target string
-		target, err = os.Readlink(full)
-		content = []byte(filepath.ToSlash(target))
-	} else {
-		content, err = os.ReadFile(full)
-	}
+	content, err := blobContent(full, info)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -329,6 +335,16 @@ func (s *Session) storeBlob(full string, info fs.FileInfo) (plumbing.Hash, error
 		return plumbing.ZeroHash, err
 	}
 	return s.repo.Storer.SetEncodedObject(obj)
+}
+
+// blobContent returns what Git stores as the blob of the file at full: its
+// content, or a symlink's target.
+func blobContent(full string, info fs.FileInfo) ([]byte, error) {
+	if info.Mode()&fs.ModeSymlink != 0 {
+		target, err := os.Readlink(full)
+		return []byte(filepath.ToSlash(target)), err
+	}
+	return os.ReadFile(full)
 }
 
 // push pushes commit to the push branch, without force.

@@ -1,0 +1,383 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// worktreeChanges returns the paths where the working tree differs from the
+// index idx, as `git status` finds them: tracked files changed (content or
+// mode) or missing, and untracked files that no .gitignore ignores.
+//
+// Like git, it trusts a file whose size and modification time are those
+// the index recorded, and reads and hashes the others. An entry recorded no
+// earlier than the index was written is racily clean (the file may have
+// changed again within the same timestamp tick) and is hashed as well.
+// Reading 5,000 files' metadata costs a few tens of milliseconds, where
+// go-git's Worktree.Status hashes every file.
+func (s *Session) worktreeChanges(idx *index.Index) ([]string, error) {
+	indexWritten, err := os.Stat(filepath.Join(s.dir, ".git", "index"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading the index: %w", err)
+	}
+	entries := make(map[string]int, len(idx.Entries))
+	for i, e := range idx.Entries {
+		entries[e.Name] = i
+	}
+	seen := make([]bool, len(idx.Entries))
+	var changed, untracked []string
+	err = filepath.WalkDir(s.dir, func(full string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if full == s.dir {
+			return nil
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		name := filepath.ToSlash(full[len(s.dir)+1:])
+		i, tracked := entries[name]
+		if d.IsDir() {
+			if tracked && idx.Entries[i].Mode == filemode.Submodule {
+				seen[i] = true
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !tracked {
+			untracked = append(untracked, name)
+			return nil
+		}
+		seen[i] = true
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		same, err := matchesEntry(full, info, idx.Entries[i], indexWritten)
+		if err != nil {
+			return err
+		}
+		if !same {
+			changed = append(changed, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the working tree: %w", err)
+	}
+	for i, e := range idx.Entries {
+		if !seen[i] {
+			changed = append(changed, e.Name)
+		}
+	}
+	untracked, err = s.withoutIgnored(untracked)
+	if err != nil {
+		return nil, err
+	}
+	return append(changed, untracked...), nil
+}
+
+// matchesEntry reports whether the file at full, described by info, holds
+// what the index entry e records. indexWritten describes the index file,
+// nil when there is none.
+func matchesEntry(full string, info fs.FileInfo, e *index.Entry, indexWritten fs.FileInfo) (bool, error) {
+	mode, err := filemode.NewFromOSFileMode(info.Mode())
+	if err != nil {
+		return false, nil
+	}
+	want := e.Mode
+	if want == filemode.Deprecated {
+		want = filemode.Regular
+	}
+	if mode != want {
+		return false, nil
+	}
+	racy := indexWritten == nil || !e.ModifiedAt.Before(indexWritten.ModTime())
+	if !racy && uint32(info.Size()) == e.Size && info.ModTime().Equal(e.ModifiedAt) {
+		return true, nil
+	}
+	content, err := blobContent(full, info)
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", full, err)
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, content) == e.Hash, nil
+}
+
+// withoutIgnored drops from untracked the paths that the repository's
+// .gitignore files ignore, as go-git's status does.
+func (s *Session) withoutIgnored(untracked []string) ([]string, error) {
+	if len(untracked) == 0 {
+		return nil, nil
+	}
+	w, err := s.repo.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("opening the working tree: %w", err)
+	}
+	patterns, err := gitignore.ReadPatterns(w.Filesystem, nil)
+	if err != nil {
+		// go-git's status ignores unreadable .gitignore files too.
+		return untracked, nil
+	}
+	patterns = append(patterns, w.Excludes...)
+	if len(patterns) == 0 {
+		return untracked, nil
+	}
+	m := gitignore.NewMatcher(patterns)
+	kept := untracked[:0]
+	for _, path := range untracked {
+		if !m.Match(strings.Split(path, "/"), false) {
+			kept = append(kept, path)
+		}
+	}
+	return kept, nil
+}
+
+// switchCleanTree moves a working tree that is clean at HEAD to commit by
+// writing and removing only the files that differ between the two commits,
+// and updating their index entries, where a hard reset rewrites every file
+// and a status reads them all again. It reports false, having changed
+// nothing, when it cannot know the tree is clean: the index was not left
+// by a session at HEAD (s.indexAt), or the working tree differs from it.
+func (s *Session) switchCleanTree(commit plumbing.Hash) (bool, error) {
+	// An unreadable HEAD or index is for the full reset to repair.
+	head, err := s.repo.Storer.Reference(plumbing.HEAD)
+	if err != nil || head.Type() != plumbing.HashReference || !s.indexHolds(head.Hash()) {
+		return false, nil
+	}
+	idx, err := s.repo.Storer.Index()
+	if err != nil {
+		return false, nil
+	}
+	changes, err := s.worktreeChanges(idx)
+	if err != nil || len(changes) > 0 {
+		return false, err
+	}
+	if head.Hash() != commit {
+		s.indexAt = indexRecord{}
+		if err := s.applyTreeDiff(idx, head.Hash(), commit); err != nil {
+			return false, err
+		}
+		if err := s.repo.Storer.SetIndex(idx); err != nil {
+			return false, fmt.Errorf("writing the index: %w", err)
+		}
+		if err := s.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
+			return false, fmt.Errorf("detaching HEAD: %w", err)
+		}
+	}
+	s.recordIndex(commit)
+	return true, nil
+}
+
+// indexRecord says which commit's tree the index of a kept clone holds, as
+// the session that last wrote the index knew it, and what the index file
+// looked like then, so that a change made to the index by anyone else (git
+// add in the clone) makes the record void.
+type indexRecord struct {
+	commit  plumbing.Hash
+	modTime time.Time
+	size    int64
+}
+
+// recordIndex records that the index, as it is on disk now, holds the tree
+// of commit, checked out at HEAD.
+func (s *Session) recordIndex(commit plumbing.Hash) {
+	info, err := os.Stat(filepath.Join(s.dir, ".git", "index"))
+	if err != nil {
+		s.indexAt = indexRecord{}
+		return
+	}
+	s.indexAt = indexRecord{commit: commit, modTime: info.ModTime(), size: info.Size()}
+}
+
+// indexHolds reports whether the index is known to hold the tree of commit.
+func (s *Session) indexHolds(commit plumbing.Hash) bool {
+	if s.indexAt.commit.IsZero() || s.indexAt.commit != commit {
+		return false
+	}
+	info, err := os.Stat(filepath.Join(s.dir, ".git", "index"))
+	return err == nil && info.ModTime().Equal(s.indexAt.modTime) && info.Size() == s.indexAt.size
+}
+
+// applyTreeDiff writes to the working tree and to idx the files that differ
+// between the trees of commits from and to: removed files first, so that a
+// file may become a directory and the other way round, then added and
+// changed ones.
+func (s *Session) applyTreeDiff(idx *index.Index, from, to plumbing.Hash) error {
+	fromTree, err := s.commitTree(from)
+	if err != nil {
+		return err
+	}
+	toTree, err := s.commitTree(to)
+	if err != nil {
+		return err
+	}
+	var d treeDiff
+	if err := d.compare(s, "", fromTree, toTree); err != nil {
+		return fmt.Errorf("comparing the trees of %s and %s: %w", from, to, err)
+	}
+	for _, path := range d.removed {
+		if err := s.removeFile(path); err != nil {
+			return err
+		}
+		if _, err := idx.Remove(path); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
+			return fmt.Errorf("removing %s from the index: %w", path, err)
+		}
+	}
+	for _, entry := range d.written {
+		if err := s.writeEntry(entry.Name, entry); err != nil {
+			return err
+		}
+		info, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(entry.Name)))
+		if err != nil {
+			return fmt.Errorf("checking out %s: %w", entry.Name, err)
+		}
+		e, err := idx.Entry(entry.Name)
+		if errors.Is(err, index.ErrEntryNotFound) {
+			e = idx.Add(entry.Name)
+		} else if err != nil {
+			return fmt.Errorf("checking out %s: %w", entry.Name, err)
+		}
+		*e = index.Entry{
+			Name: entry.Name, Hash: entry.Hash, Mode: entry.Mode,
+			ModifiedAt: info.ModTime(), Size: uint32(info.Size()),
+		}
+	}
+	return nil
+}
+
+// treeDiff lists the files that differ between two trees. Unlike
+// object.DiffTree, which reads every subtree of the directories it walks,
+// it reads only the subtrees whose hashes differ: in a repository of
+// thousands of directories, a few dozen objects instead of thousands.
+type treeDiff struct {
+	// removed are the paths of files of the first tree that the second
+	// lacks.
+	removed []string
+	// written are the files of the second tree that the first lacks or
+	// holds with another content or mode, named by their full path.
+	written []object.TreeEntry
+}
+
+// compare adds to d the differences between the trees from and to, found
+// at prefix.
+func (d *treeDiff) compare(s *Session, prefix string, from, to *object.Tree) error {
+	old := make(map[string]object.TreeEntry, len(from.Entries))
+	for _, e := range from.Entries {
+		old[e.Name] = e
+	}
+	for _, e := range to.Entries {
+		o, ok := old[e.Name]
+		delete(old, e.Name)
+		switch {
+		case ok && o.Hash == e.Hash && o.Mode == e.Mode:
+		case ok && o.Mode == filemode.Dir && e.Mode == filemode.Dir:
+			a, err := s.repo.TreeObject(o.Hash)
+			if err != nil {
+				return err
+			}
+			b, err := s.repo.TreeObject(e.Hash)
+			if err != nil {
+				return err
+			}
+			if err := d.compare(s, prefix+e.Name+"/", a, b); err != nil {
+				return err
+			}
+		default:
+			// A file replacing a file is written over it; a directory
+			// replacing a file, or the other way round, replaces it.
+			if ok && (o.Mode == filemode.Dir || e.Mode == filemode.Dir) {
+				if err := d.remove(s, prefix, o); err != nil {
+					return err
+				}
+			}
+			if err := d.write(s, prefix, e); err != nil {
+				return err
+			}
+		}
+	}
+	for _, o := range old {
+		if err := d.remove(s, prefix, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove adds the file, or every file of the directory, e at prefix to
+// d.removed.
+func (d *treeDiff) remove(s *Session, prefix string, e object.TreeEntry) error {
+	return eachFile(s, prefix, e, func(f object.TreeEntry) {
+		d.removed = append(d.removed, f.Name)
+	})
+}
+
+// write adds the file, or every file of the directory, e at prefix to
+// d.written.
+func (d *treeDiff) write(s *Session, prefix string, e object.TreeEntry) error {
+	return eachFile(s, prefix, e, func(f object.TreeEntry) {
+		d.written = append(d.written, f)
+	})
+}
+
+// eachFile calls fn with the entry e at prefix when it is not a directory,
+// or with each file of the directory, each named by its full path.
+func eachFile(s *Session, prefix string, e object.TreeEntry, fn func(object.TreeEntry)) error {
+	if e.Mode != filemode.Dir {
+		e.Name = prefix + e.Name
+		fn(e)
+		return nil
+	}
+	tree, err := s.repo.TreeObject(e.Hash)
+	if err != nil {
+		return err
+	}
+	for _, child := range tree.Entries {
+		if err := eachFile(s, prefix+e.Name+"/", child, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitTree returns the tree of the commit hash.
+func (s *Session) commitTree(hash plumbing.Hash) (*object.Tree, error) {
+	c, err := s.repo.CommitObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", hash, err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("reading the tree of %s: %w", hash, err)
+	}
+	return tree, nil
+}
+
+// removeFile removes a file of the working tree and the directories it
+// leaves empty.
+func (s *Session) removeFile(path string) error {
+	full := filepath.Join(s.dir, filepath.FromSlash(path))
+	if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	for dir := filepath.Dir(full); dir != s.dir && strings.HasPrefix(dir, s.dir); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			break // not empty
+		}
+	}
+	return nil
+}
