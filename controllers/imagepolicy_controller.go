@@ -143,13 +143,14 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 }
 
 // repository returns the policy's ImageRepository once it is readable,
-// allowed by its accessFrom, and scanned.
+// allowed by its accessFrom, and scanned. A missing or unscanned repository
+// is waited for, not retried: its creation and its scans trigger the policy.
 func (r *ImagePolicyReconciler) repository(ctx context.Context, pol *imagev1.ImagePolicy) (*imagev1.ImageRepository, error) {
 	key := repositoryOf(pol)
 	repo := &imagev1.ImageRepository{}
 	if err := r.Get(ctx, key, repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, transient(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s not found", key))
+			return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s not found", key))
 		}
 		return nil, fmt.Errorf("reading ImageRepository %s: %w", key, err)
 	}
@@ -160,7 +161,7 @@ func (r *ImagePolicyReconciler) repository(ctx context.Context, pol *imagev1.Ima
 		return nil, fmt.Errorf("checking access to ImageRepository %s: %w", key, err)
 	}
 	if repo.Status.LastScanResult == nil {
-		return nil, transient(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s has not been scanned yet", key))
+		return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s has not been scanned yet", key))
 	}
 	return repo, nil
 }
