@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	uprevregistry "github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -360,4 +363,24 @@ func TestUnsupportedProviderIsReported(t *testing.T) {
 		g.Expect(conditions.IsStalled(repo)).To(BeTrue())
 		g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("%q", "aws")))
 	}).Should(Succeed())
+}
+
+func TestDeletedRepositoryForgetsItsTags(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/gone", "1.0.0")
+	repo := newRepository(t, ns, reg.Image("acme/gone"))
+	store := uprevregistry.Store{Dir: filepath.Join(storagePath, "tags")}
+	g.Eventually(func(g Gomega) {
+		tags, err := store.Tags(repoKey(repo))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(tags).To(ConsistOf("1.0.0"))
+	}).Should(Succeed())
+
+	g.Expect(k8s.Delete(context.Background(), repo)).To(Succeed())
+	g.Eventually(func() error {
+		_, err := store.Tags(repoKey(repo))
+		return err
+	}).Should(MatchError(fs.ErrNotExist))
 }

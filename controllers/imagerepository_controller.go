@@ -20,7 +20,9 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -76,10 +78,10 @@ func (r *ImageRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts cont
 func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	repo := &imagev1.ImageRepository{}
 	if err := r.Get(ctx, req.NamespacedName, repo); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !repo.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.forget(repo)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	st := statusFields{&repo.Status.ObservedGeneration, &repo.Status.ReconcileRequestStatus}
 	return r.run(ctx, repo, st, repo.Spec.Suspend, func(ctx context.Context) outcome {
@@ -87,12 +89,12 @@ func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	})
 }
 
-// forget drops the stored tags of a deleted repository.
-func (r *ImageRepositoryReconciler) forget(repo *imagev1.ImageRepository) error {
+// forget drops the stored tags and the metric of a deleted repository.
+func (r *ImageRepositoryReconciler) forget(key types.NamespacedName) error {
 	if r.TagCount != nil {
-		r.TagCount.DeleteLabelValues(repo.Namespace, repo.Name)
+		r.TagCount.DeleteLabelValues(key.Namespace, key.Name)
 	}
-	return r.Tags.Delete(repoKey(repo))
+	return r.Tags.Delete(key.String())
 }
 
 // reconcile scans the repository when due and records the result.
@@ -185,9 +187,9 @@ func registryError(err error) error {
 	}
 }
 
-// repoKey is the tag store key of a repository.
+// repoKey is the tag store key of a repository: namespace/name.
 func repoKey(repo *imagev1.ImageRepository) string {
-	return repo.Namespace + "/" + repo.Name
+	return client.ObjectKeyFromObject(repo).String()
 }
 
 // tagsRevision is a checksum of the tag list, which changes when a tag is

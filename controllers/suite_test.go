@@ -24,6 +24,9 @@ import (
 // k8s reaches the test cluster, where the real manager runs.
 var k8s client.Client
 
+// storagePath is the manager's --storage-path.
+var storagePath string
+
 // testRegistryOptions make registry retries quick enough for tests.
 var testRegistryOptions = registry.ScannerOptions{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 
@@ -43,6 +46,7 @@ func runSuite(m *testing.M) int {
 	defer c.Stop()
 
 	storage, err := os.MkdirTemp("", "uprev-controllers-")
+	storagePath = storage
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
