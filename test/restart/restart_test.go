@@ -1,0 +1,124 @@
+// Package restart runs the uprev binary itself, stops it and starts it
+// again, to show that a restarted manager answers ImagePolicies from the
+// tags it stored before, without scanning the registry again.
+package restart
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
+)
+
+// buildManager builds the uprev binary into a temporary directory.
+func buildManager(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "uprev")
+	cmd := exec.Command("go", "build", "-o", bin, "../..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building uprev: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startManager runs the binary against the cluster whose kubeconfig is at
+// kubeconfig, with the given storage path, until stop is called.
+func startManager(t *testing.T, bin, kubeconfig, storage string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, "--controllers=image", "--storage-path="+storage,
+		"--metrics-addr=0", "--health-addr=0", "--log-level=debug")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	logs, err := os.Create(filepath.Join(t.TempDir(), "uprev.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting uprev: %v", err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if t.Failed() {
+			out, _ := os.ReadFile(logs.Name())
+			t.Logf("uprev log:\n%s", out)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestRestartedManagerAnswersFromStoredTags(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := cluster.StartT(t)
+	kubeconfig, err := c.KubeConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+	scheme, err := controllers.NewScheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/agent", "1.0.0", "1.1.0", "2.0.0")
+	bin := buildManager(t)
+	storage := t.TempDir()
+
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}})).To(Succeed())
+	repo := &imagev1.ImageRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "agent"},
+		Spec:       imagev1.ImageRepositorySpec{Image: reg.Image("acme/agent"), Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	g.Expect(k8s.Create(ctx, repo)).To(Succeed())
+	newPolicy := func(name, rng string) *imagev1.ImagePolicy {
+		pol := &imagev1.ImagePolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name},
+			Spec: imagev1.ImagePolicySpec{
+				ImageRepositoryRef: meta.NamespacedObjectReference{Name: "agent"},
+				Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: rng}},
+			},
+		}
+		g.Expect(k8s.Create(ctx, pol)).To(Succeed())
+		return pol
+	}
+	selected := func(pol *imagev1.ImagePolicy) func(Gomega) string {
+		return func(g Gomega) string {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+			g.Expect(pol.Status.LatestRef).NotTo(BeNil())
+			return pol.Status.LatestRef.Tag
+		}
+	}
+
+	stop := startManager(t, bin, kubeconfigPath, storage)
+	g.Eventually(selected(newPolicy("latest", ">=1.0.0"))).WithTimeout(time.Minute).Should(Equal("2.0.0"))
+	stop()
+
+	// The registry now answers nothing: a scan would hang. The restarted
+	// manager must answer a new policy from the tags stored before.
+	reg.ResetCounts()
+	release := reg.Hold()
+	defer release()
+	startManager(t, bin, kubeconfigPath, storage)
+	g.Eventually(selected(newPolicy("one-x", "1.x"))).WithTimeout(time.Minute).Should(Equal("1.1.0"))
+	g.Expect(reg.Counts().Total).To(BeZero(), "no registry request before the next scan is due")
+}
