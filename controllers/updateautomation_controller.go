@@ -13,8 +13,6 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/predicates"
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -214,24 +212,11 @@ func (r *UpdateAutomationReconciler) readHolds(_ context.Context, run *automatio
 	if err != nil {
 		return gitError(fmt.Errorf("reading reverts: %w", err))
 	}
-	if push := run.auto.PushBranch(); push != run.auto.Spec.Git.Ref.Branch {
-		// The commit is built on the push branch when it exists: a revert
-		// made there (on a review branch) holds as well.
-		pushHolds, err := branchHolds(run.session.Dir(), push)
-		if err != nil {
-			return gitError(fmt.Errorf("reading reverts on branch %q: %w", push, err))
-		}
-		holds = append(holds, pushHolds...)
-	}
 	released := releasedHolds(run.auto.Annotations[uprevv1.HoldReleaseAnnotation])
-	seen := map[gitrepo.Update]bool{}
 	for _, h := range plan.HoldsInForce(holds, run.latestRefs()) {
-		key := gitrepo.Update{Policy: h.Policy, New: h.Version}
-		if seen[key] || released(h) {
-			continue
+		if !released(h) {
+			run.holds = append(run.holds, h)
 		}
-		seen[key] = true
-		run.holds = append(run.holds, h)
 	}
 	return nil
 }
@@ -243,20 +228,6 @@ func (run *automationRun) latestRefs() map[update.PolicyKey]update.Ref {
 		refs[key] = p.Ref
 	}
 	return refs
-}
-
-// branchHolds returns the holds on the fetched branch of the kept clone in
-// dir, none when the branch does not exist on the remote.
-func branchHolds(dir, branch string) ([]gitrepo.Hold, error) {
-	repo, err := git.PlainOpen(dir)
-	if err != nil {
-		return nil, err
-	}
-	holds, err := gitrepo.Holds(repo, branch, gitrepo.HoldOptions{})
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return nil, nil
-	}
-	return holds, err
 }
 
 // writeBack rewrites the markers and pushes one commit when something

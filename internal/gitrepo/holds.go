@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -137,9 +138,25 @@ func Holds(repo *git.Repository, branch string, opts HoldOptions) ([]Hold, error
 	return holds, nil
 }
 
-// Holds returns the holds on the session's branch; see the function Holds.
+// Holds returns the holds on the session's branch and, when it differs and
+// exists, on its push branch, where a revert on a review branch lands; see
+// the function Holds. A version held on both is listed once, for the
+// branch.
 func (s *Session) Holds(opts HoldOptions) ([]Hold, error) {
-	return Holds(s.repo, s.branch, opts)
+	holds, err := Holds(s.repo, s.branch, opts)
+	if err != nil || s.pushBranch == s.branch || s.pushTip.IsZero() {
+		return holds, err
+	}
+	pushHolds, err := Holds(s.repo, s.pushBranch, opts)
+	if err != nil {
+		return nil, fmt.Errorf("reading reverts on branch %q: %w", s.pushBranch, err)
+	}
+	for _, h := range pushHolds {
+		if !slices.ContainsFunc(holds, func(k Hold) bool { return k.Policy == h.Policy && k.Version == h.Version }) {
+			holds = append(holds, h)
+		}
+	}
+	return holds, nil
 }
 
 // revert is a commit that reverts target.
