@@ -434,3 +434,47 @@ func TestSyncFollowsATag(t *testing.T) {
 		g.Expect(value(g)).To(Equal("v2"), "a moved tag is followed")
 	}).Should(Succeed())
 }
+
+func TestSyncUnreachableTargetDoesNotBlockItsWave(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	// A kubeconfig for an API server that is not there: a closed local port.
+	dead := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: admin, user: {token: not-a-real-token}}]
+contexts: [{name: gone, context: {cluster: gone, user: admin}}]
+current-context: gone
+`)
+	kubeConfigSecret(t, ns, "gone", dead)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+		s.Spec.Targets = []uprevv1.Target{
+			{Name: "local"},
+			{Name: "gone", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("gone")}},
+		}
+	})
+	first := srv.Log(t, "fleet", "main")[0].SHA
+	waitApplied(t, s, first, "local")
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, s)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(uprevv1.ApplyFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("gone"))
+		g.Expect(conditions.IsStalled(s)).To(BeFalse(), "an unreachable cluster is retried")
+		var gone *uprevv1.TargetStatus
+		for i := range s.Status.Targets {
+			if s.Status.Targets[i].Name == "gone" {
+				gone = &s.Status.Targets[i]
+			}
+		}
+		g.Expect(gone).NotTo(BeNil())
+		g.Expect(gone.LastAttemptedRevision).To(HaveSuffix(first))
+		g.Expect(gone.LastAppliedRevision).To(BeEmpty())
+		g.Expect(gone.Message).To(ContainSubstring("unreachable"))
+		g.Expect(gone.Message).NotTo(ContainSubstring("not-a-real-token"))
+	}).Should(Succeed())
+	var cm corev1.ConfigMap
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
+}
