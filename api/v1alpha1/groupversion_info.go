@@ -6,8 +6,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -15,8 +16,16 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "uprev.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this group with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the kinds of this group to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers the kinds of this group. The package depends on
+// apimachinery only, so that other projects can import the types.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &UpdateAutomation{}, &UpdateAutomationList{}, &Sync{}, &SyncList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -195,7 +195,3 @@ type SyncList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Sync `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Sync{}, &SyncList{})
-}

@@ -314,7 +314,3 @@ type UpdateAutomationList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []UpdateAutomation `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&UpdateAutomation{}, &UpdateAutomationList{})
-}
