@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -325,7 +326,7 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 		c := refusal.Change
 		d := uprevv1.RefusedDowngrade{Policy: c.Policy.String(), File: c.File, Current: c.Old.Tag, Selected: c.New.Tag}
 		auto.Status.RefusedDowngrades = append(auto.Status.RefusedDowngrades, d)
-		if !containsDowngrade(before, d) {
+		if !slices.Contains(before, d) {
 			r.Events.Eventf(auto, nil, corev1.EventTypeWarning, "DowngradeRefused", "Update",
 				"%s: %s stays at %s; the policy selects the lower %s (set spec.allowDowngrade to allow it)", c.File, c.Policy, c.Old.Tag, c.New.Tag)
 		}
@@ -359,15 +360,6 @@ func (run *automationRun) summary() string {
 		parts = append(parts, "skipped policies not ready: "+strings.Join(run.notReady, ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-func containsDowngrade(list []uprevv1.RefusedDowngrade, d uprevv1.RefusedDowngrade) bool {
-	for _, x := range list {
-		if x == d {
-			return true
-		}
-	}
-	return false
 }
 
 // releasedHolds parses the release annotation: `*`, or comma-separated
