@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+)
+
+func TestOutcomeConditionsAndResult(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		outcome      outcome
+		ready        metav1.ConditionStatus
+		reason       string
+		stalled      bool
+		reconciling  bool
+		observed     bool
+		returnsError bool
+		requeue      bool
+	}{
+		{name: "success", outcome: outcome{message: "ok", requeueAfter: time.Minute},
+			ready: metav1.ConditionTrue, reason: meta.SucceededReason, observed: true, requeue: true},
+		{name: "configuration error", outcome: outcome{err: stalledf("InvalidPolicy", "bad range"), requeueAfter: time.Minute},
+			ready: metav1.ConditionFalse, reason: "InvalidPolicy", stalled: true, observed: true},
+		{name: "transient error", outcome: outcome{err: transient("AuthenticationFailed", errors.New("401")), requeueAfter: time.Minute},
+			ready: metav1.ConditionFalse, reason: "AuthenticationFailed", reconciling: true, returnsError: true},
+		{name: "partial failure", outcome: outcome{err: degraded("UpdateFailed", errors.New("a.yaml")), requeueAfter: time.Minute},
+			ready: metav1.ConditionFalse, reason: "UpdateFailed", observed: true, requeue: true},
+		{name: "unexpected error", outcome: outcome{err: errors.New("boom")},
+			ready: metav1.ConditionFalse, reason: meta.FailedReason, reconciling: true, returnsError: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			obj := &imagev1.ImagePolicy{}
+			// A stale Stalled condition from an earlier run must not survive.
+			conditions.MarkStalled(obj, "Old", "old")
+			observed := setConditions(obj, tc.outcome)
+			g.Expect(observed).To(Equal(tc.observed))
+			ready := conditions.Get(obj, meta.ReadyCondition)
+			g.Expect(ready.Status).To(Equal(tc.ready))
+			g.Expect(ready.Reason).To(Equal(tc.reason))
+			g.Expect(conditions.IsStalled(obj)).To(Equal(tc.stalled))
+			g.Expect(conditions.IsReconciling(obj)).To(Equal(tc.reconciling))
+
+			res, err := tc.outcome.result()
+			g.Expect(err != nil).To(Equal(tc.returnsError))
+			g.Expect(res.RequeueAfter > 0).To(Equal(tc.requeue))
+		})
+	}
+}
+
+func TestReleasedHolds(t *testing.T) {
+	g := NewWithT(t)
+	agent := gitrepo.Hold{Policy: "fleet/agent", Version: "1.4.2"}
+	web := gitrepo.Hold{Policy: "fleet/web", Version: "2.0.0"}
+	g.Expect(releasedHolds("")(agent)).To(BeFalse())
+	g.Expect(releasedHolds("fleet/agent 1.4.2")(agent)).To(BeTrue())
+	g.Expect(releasedHolds("fleet/agent 1.4.2")(web)).To(BeFalse())
+	g.Expect(releasedHolds(" fleet/web   2.0.0 , fleet/agent 1.4.1")(web)).To(BeTrue())
+	g.Expect(releasedHolds("fleet/agent 1.4.1")(agent)).To(BeFalse(), "another version of the policy")
+	g.Expect(releasedHolds("*")(agent)).To(BeTrue())
+}
