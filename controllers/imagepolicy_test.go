@@ -275,6 +275,8 @@ func TestBasicAuthFromSecretRef(t *testing.T) {
 	bad := newRepository(t, ns, reg.Image("private/app"), withSecret("bad"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(readyCondition(g, good).Status).To(Equal(metav1.ConditionTrue))
+		// Conditions are patched before the rest of status.
+		g.Expect(good.Status.LastScanResult).NotTo(BeNil())
 		g.Expect(good.Status.LastScanResult.TagCount).To(Equal(1))
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
