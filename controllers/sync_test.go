@@ -292,22 +292,6 @@ func kubeConfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
 	}
 }
 
-// markDeploymentAvailable sets the status a kubelet and the deployment
-// controller would: no kubelet or controller-manager runs with envtest, so
-// the test plays their part to make the Deployment healthy for kstatus.
-func markDeploymentAvailable(g Gomega, c client.Client, ns, name string) {
-	var d appsv1.Deployment
-	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)).To(Succeed())
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-		},
-	}
-	g.Expect(c.Status().Update(context.Background(), &d)).To(Succeed())
-}
-
 // ensureNamespace creates namespace ns in a remote cluster.
 func ensureNamespace(t *testing.T, c client.Client, ns string) {
 	t.Helper()
@@ -361,11 +345,11 @@ func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(2*time.Second).Should(BeTrue(), "us-1 waits for eu-1 to be healthy")
 
-	g.Eventually(func(g Gomega) { markDeploymentAvailable(g, rc.euC, ns, "web") }).Should(Succeed())
+	g.Eventually(func() error { return cluster.MarkDeploymentAvailable(context.Background(), rc.euC, ns, "web") }).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(rc.usC.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{})).To(Succeed())
 	}).Should(Succeed())
-	g.Eventually(func(g Gomega) { markDeploymentAvailable(g, rc.usC, ns, "web") }).Should(Succeed())
+	g.Eventually(func() error { return cluster.MarkDeploymentAvailable(context.Background(), rc.usC, ns, "web") }).Should(Succeed())
 	first := srv.Log(t, "fleet", "main")[0].SHA
 	waitApplied(t, s, first, "eu-1", "us-1")
 	g.Eventually(func(g Gomega) { g.Expect(readyCondition(g, s).Status).To(Equal(metav1.ConditionTrue)) }).Should(Succeed())

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 )
 
 // TestFleetWavesWaitForAHealthyFirstWave runs examples/fleet-waves: three
@@ -83,10 +84,10 @@ func rollOut(t *testing.T, sync *uprevv1.Sync, commit, image, ns string, cluster
 	}).Should(Succeed())
 
 	healthy := time.Now()
-	g.Eventually(func(g Gomega) { markDeploymentAvailable(g, k8s, ns, "web") }).Should(Succeed())
+	g.Eventually(func() error { return cluster.MarkDeploymentAvailable(context.Background(), k8s, ns, "web") }).Should(Succeed())
 	waitForImage(t, ns, "web", image, second...)
 	for _, c := range second {
-		g.Eventually(func(g Gomega) { markDeploymentAvailable(g, c, ns, "web") }).Should(Succeed())
+		g.Eventually(func() error { return cluster.MarkDeploymentAvailable(context.Background(), c, ns, "web") }).Should(Succeed())
 	}
 	waitApplied(t, sync, commit, "local", "eu-1", "us-1")
 	g.Eventually(func(g Gomega) { g.Expect(readyStatus(g, sync)).To(Equal(metav1.ConditionTrue)) }).Should(Succeed())

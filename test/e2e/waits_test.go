@@ -10,7 +10,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,27 +128,6 @@ func waitForImage(t testing.TB, ns, name, image string, clients ...client.Client
 			g.Expect(deploymentImage(g, c, ns, name)).To(Equal(image))
 		}
 	}).Should(Succeed())
-}
-
-// markDeploymentAvailable sets the status the deployment controller and
-// kubelets would: no controller-manager or kubelet runs with these control
-// planes, so the test plays their part and makes Deployment ns/name, at
-// its current generation, healthy for kstatus.
-func markDeploymentAvailable(g Gomega, c client.Client, ns, name string) {
-	var d appsv1.Deployment
-	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d)).To(Succeed())
-	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
-	}
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-		},
-	}
-	g.Expect(c.Status().Update(context.Background(), &d)).To(Succeed())
 }
 
 // readyStatus returns the status of the Sync's Ready condition.
