@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
@@ -46,6 +47,9 @@ type UpdateAutomationReconciler struct {
 	MaxCRDLayerSize int64
 	// pushes, when set, hears of every push, for the Syncs of the branch.
 	pushes *gitPushEvents
+	// bundles holds, per spec.crds entry of each automation, the last
+	// bundle read (a readBundle).
+	bundles sync.Map
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -29,6 +28,12 @@ type crdBundle struct {
 	bundle  *crds.Bundle
 	// result is what writing it did in the last edit.
 	result crds.Result
+}
+
+// readBundle is a bundle read from the artifact key names.
+type readBundle struct {
+	key    string
+	bundle *crds.Bundle
 }
 
 // crdSource maps an entry's source to the engine's; exactly one must be set.
@@ -70,12 +75,14 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 		if !ok || slices.ContainsFunc(run.holds, func(h gitrepo.Hold) bool { return h.Policy == key.String() }) {
 			continue
 		}
-		img, err := r.artifact(ctx, pol, platform)
+		slot := fmt.Sprintf("%s/%s crds[%d]", run.auto.Namespace, run.auto.Name, i)
+		bundle, err := r.bundle(ctx, slot, pol, src, platform)
 		if err != nil {
-			return err
-		}
-		bundle, err := crds.Extract(ctx, img, src, crds.Options{MaxLayerSize: r.MaxCRDLayerSize})
-		if err != nil {
+			var stall *stalledError
+			var retry *transientError
+			if errors.As(err, &stall) || errors.As(err, &retry) {
+				return err
+			}
 			return degraded(crdBundleFailedReason, fmt.Errorf("spec.crds[%d]: reading %s from %s: %w", i, src, pol.Status.LatestRef.String(), err))
 		}
 		run.crds = append(run.crds, &crdBundle{spec: entry, policy: key, version: pol.Status.LatestRef.Tag, bundle: bundle})
@@ -83,9 +90,12 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 	return nil
 }
 
-// artifact returns the artifact a policy selected, read by digest with its
-// ImageRepository's credentials.
-func (r *UpdateAutomationReconciler) artifact(ctx context.Context, pol *imagev1.ImagePolicy, platform string) (v1.Image, error) {
+// bundle returns the CRDs the artifact a policy selected ships, read by
+// digest with its ImageRepository's credentials. A digest names immutable
+// content, so an entry's artifact is pulled and extracted once; later runs
+// take the bundle from the entry's slot in r.bundles, which holds only the
+// last one read.
+func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, pol *imagev1.ImagePolicy, src crds.Source, platform string) (*crds.Bundle, error) {
 	repo := &imagev1.ImageRepository{}
 	if err := r.Get(ctx, repositoryOf(pol), repo); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -108,11 +118,20 @@ func (r *UpdateAutomationReconciler) artifact(ctx context.Context, pol *imagev1.
 			return nil, registryError(err)
 		}
 	}
+	key := fmt.Sprintf("%s@%s %s %s", ref.Name, digest, src, platform)
+	if cached, ok := r.bundles.Load(slot); ok && cached.(readBundle).key == key {
+		return cached.(readBundle).bundle, nil
+	}
 	img, err := client.Artifact(ctx, ref.Name, digest, registry.WithPlatform(platform))
 	if err != nil {
 		return nil, registryError(err)
 	}
-	return img, nil
+	b, err := crds.Extract(ctx, img, src, crds.Options{MaxLayerSize: r.MaxCRDLayerSize})
+	if err != nil {
+		return nil, err
+	}
+	r.bundles.Store(slot, readBundle{key: key, bundle: b})
+	return b, nil
 }
 
 // writeCRDs writes the bundles into the checkout dir, except those of
