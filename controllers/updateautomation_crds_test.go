@@ -1,25 +1,18 @@
 package controllers
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/internal/crds"
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
 // testCRD returns a CRD of plural.example.com labelled with version.
@@ -50,30 +43,7 @@ spec:
 // stores charts in OCI registries, with files under agent/.
 func (f *automationFixture) pushChart(repo, version string, files map[string]string) {
 	f.t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	files["Chart.yaml"] = fmt.Sprintf("apiVersion: v2\nname: agent\nversion: %s\n", version)
-	for name, content := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: "agent/" + name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
-			f.t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(content)); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		f.t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		f.t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(mutate.MediaType(mutate.ConfigMediaType(empty.Image, crds.ChartConfigMediaType), types.OCIManifestSchema1),
-		static.NewLayer(buf.Bytes(), crds.ChartLayerMediaType))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.reg.Push(f.t, repo, version, img)
+	f.reg.Push(f.t, repo, version, registry.HelmChart(f.t, "agent", version, files))
 }
 
 func TestChartReleaseMovesVersionAndCRDsInOneCommit(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
 // BenchmarkExtractCRDsFromImage50MB extracts the CRDs of a 50 MB image of
@@ -51,7 +53,7 @@ func BenchmarkExtractCRDsFromImage50MB(b *testing.B) {
 			}
 			entries = append(entries, entry{Name: fmt.Sprintf("usr/lib/layer%d/blob%d", i, j), Body: string(filler)})
 		}
-		compressed := gzipBytes(b, tarBytes(b, entries...))
+		compressed := testregistry.Gzip(b, tarBytes(b, entries...))
 		total += len(compressed)
 		name := filepath.Join(dir, fmt.Sprintf("layer%d.tar.gz", i))
 		if err := os.WriteFile(name, compressed, 0o644); err != nil {
@@ -65,7 +67,7 @@ func BenchmarkExtractCRDsFromImage50MB(b *testing.B) {
 		}
 		adds = append(adds, layer)
 	}
-	img := containerImage(b, adds...)
+	img := testregistry.ImageOf(b, adds...)
 	// Compute the digests once, outside the timer.
 	if _, err := img.Digest(); err != nil {
 		b.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
 // FuzzExtractArtifact feeds arbitrary archives to the artifact reader. It
@@ -14,13 +16,13 @@ import (
 func FuzzExtractArtifact(f *testing.F) {
 	crd := crdYAML("agents", "example.com", "1.0.0")
 	f.Add(tarBytes(f, file("agents.yaml", crd)))
-	f.Add(gzipBytes(f, tarBytes(f, file("crds/agents.yaml", crd+"---\n"+clusterRoleBindingYAML))))
+	f.Add(testregistry.Gzip(f, tarBytes(f, file("crds/agents.yaml", crd+"---\n"+clusterRoleBindingYAML))))
 	f.Add(tarBytes(f, file("../agents.yaml", crd)))
 	f.Add(tarBytes(f, file("agents.yaml", crd), entry{Name: "l.yaml", Type: tar.TypeSymlink, Link: "../x"}))
 	f.Add(tarBytes(f, file("agents.yaml", "apiVersion: [")))
 	f.Add([]byte("not a tar"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		img := artifact(t, fluxConfigMediaType, FluxContentMediaType, data)
+		img := testregistry.Artifact(t, fluxConfigMediaType, FluxContentMediaType, data)
 		bundle, err := Extract(t.Context(), img, Source{ArtifactMediaType: FluxContentMediaType}, Options{MaxLayerSize: 1 << 20, MaxFiles: 100})
 		if err != nil {
 			var refused *ArtifactError

@@ -3,7 +3,6 @@ package crds
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,11 +12,6 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/uprev-dev/uprev/internal/registry"
 	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -117,55 +111,10 @@ func tarBytes(t testing.TB, entries ...entry) []byte {
 	return buf.Bytes()
 }
 
-// gzipBytes compresses data.
-func gzipBytes(t testing.TB, data []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	if _, err := gz.Write(data); err != nil {
-		t.Fatalf("compressing: %v", err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatalf("compressing: %v", err)
-	}
-	return buf.Bytes()
-}
-
 // imageLayer returns a gzip-compressed container image layer of entries.
 func imageLayer(t testing.TB, entries ...entry) v1.Layer {
 	t.Helper()
-	data := tarBytes(t, entries...)
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(data)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		t.Fatalf("making a layer: %v", err)
-	}
-	return layer
-}
-
-// containerImage returns an OCI image of layers, bottom first.
-func containerImage(t testing.TB, layers ...v1.Layer) v1.Image {
-	t.Helper()
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
-	if err != nil {
-		t.Fatalf("making an image: %v", err)
-	}
-	return img
-}
-
-// artifact returns an OCI artifact of config media type configType with one
-// layer, data, of media type layerType, as helm push and flux push make.
-func artifact(t testing.TB, configType, layerType types.MediaType, data []byte) v1.Image {
-	t.Helper()
-	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
-		Layer:     static.NewLayer(data, layerType),
-		MediaType: layerType,
-	})
-	if err != nil {
-		t.Fatalf("making an artifact: %v", err)
-	}
-	return mutate.ConfigMediaType(img, configType)
+	return testregistry.Layer(t, tarBytes(t, entries...))
 }
 
 // helmChart returns a Helm chart artifact named name whose archive holds
@@ -183,14 +132,14 @@ func helmChart(t testing.TB, name, version string, crds map[string]string) v1.Im
 	for file, body := range crds {
 		entries = append(entries, entry{Name: name + "/crds/" + file, Body: body})
 	}
-	return artifact(t, ChartConfigMediaType, ChartLayerMediaType, gzipBytes(t, tarBytes(t, entries...)))
+	return testregistry.Artifact(t, ChartConfigMediaType, ChartLayerMediaType, testregistry.Gzip(t, tarBytes(t, entries...)))
 }
 
 // fluxArtifact returns a Flux OCI artifact whose content layer holds
 // entries.
 func fluxArtifact(t testing.TB, entries ...entry) v1.Image {
 	t.Helper()
-	return artifact(t, fluxConfigMediaType, FluxContentMediaType, gzipBytes(t, tarBytes(t, entries...)))
+	return testregistry.Artifact(t, fluxConfigMediaType, FluxContentMediaType, testregistry.Gzip(t, tarBytes(t, entries...)))
 }
 
 // pushAndPull pushes img to the registry r as repo:tag and reads it back

@@ -13,7 +13,7 @@ func TestImageLayersAreFlattenedWithWhiteouts(t *testing.T) {
 	g := NewWithT(t)
 	r := testregistry.Start(t)
 	root := t.TempDir()
-	img := containerImage(t,
+	img := testregistry.ImageOf(t,
 		imageLayer(t,
 			entry{Name: "bin/", Type: tar.TypeDir},
 			file("bin/agent", "\x7fELF..."),
@@ -51,7 +51,7 @@ func TestImageLayersAreFlattenedWithWhiteouts(t *testing.T) {
 
 func TestImageWhiteoutOfTheFolderHidesLowerLayers(t *testing.T) {
 	g := NewWithT(t)
-	img := containerImage(t,
+	img := testregistry.ImageOf(t,
 		imageLayer(t, file("opt/crds/olds.yaml", crdYAML("olds", "example.com", "1.0.0"))),
 		imageLayer(t, file("opt/.wh.crds", "")),
 		imageLayer(t, file("opt/crds/news.yaml", crdYAML("news", "example.com", "2.0.0"))),
@@ -65,7 +65,7 @@ func TestImageWhiteoutOfTheFolderHidesLowerLayers(t *testing.T) {
 
 func TestImageFileReplacingAParentHidesLowerLayers(t *testing.T) {
 	g := NewWithT(t)
-	img := containerImage(t,
+	img := testregistry.ImageOf(t,
 		imageLayer(t, file("crds/olds.yaml", crdYAML("olds", "example.com", "1.0.0"))),
 		// crds is a file now: nothing of the lower crds/ folder is left.
 		imageLayer(t, file("crds", "a file\n")),

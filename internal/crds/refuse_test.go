@@ -59,13 +59,13 @@ func TestHostileArtifactsAreRefusedAndNothingIsWritten(t *testing.T) {
 			return fluxArtifact(t, file("policies.yaml", newCRD), entry{Name: "shadow.yaml", Type: tar.TypeLink, Link: "../etc/shadow"})
 		}, flux, ErrUnsafePath, "shadow.yaml"},
 		{"symbolic link out of the image folder", func(t *testing.T) v1.Image {
-			return containerImage(t, imageLayer(t, file("crds/policies.yaml", newCRD), entry{Name: "crds/shadow.yaml", Type: tar.TypeSymlink, Link: "/etc/shadow"}))
+			return testregistry.ImageOf(t, imageLayer(t, file("crds/policies.yaml", newCRD), entry{Name: "crds/shadow.yaml", Type: tar.TypeSymlink, Link: "/etc/shadow"}))
 		}, image, ErrUnsafePath, "crds/shadow.yaml"},
 		{"hard link out of the image folder", func(t *testing.T) v1.Image {
-			return containerImage(t, imageLayer(t, file("etc/shadow", "x"), entry{Name: "crds/shadow.yaml", Type: tar.TypeLink, Link: "etc/shadow"}))
+			return testregistry.ImageOf(t, imageLayer(t, file("etc/shadow", "x"), entry{Name: "crds/shadow.yaml", Type: tar.TypeLink, Link: "etc/shadow"}))
 		}, image, ErrUnsafePath, "crds/shadow.yaml"},
 		{"image folder that is a link", func(t *testing.T) v1.Image {
-			return containerImage(t, imageLayer(t, file("etc/policies.yaml", newCRD), entry{Name: "crds", Type: tar.TypeSymlink, Link: "etc"}))
+			return testregistry.ImageOf(t, imageLayer(t, file("etc/policies.yaml", newCRD), entry{Name: "crds", Type: tar.TypeSymlink, Link: "etc"}))
 		}, image, ErrUnsafePath, "crds"},
 		{"invalid YAML", func(t *testing.T) v1.Image {
 			return fluxArtifact(t, file("policies.yaml", newCRD), file("broken.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: [CustomResourceDefinition\n"))
@@ -108,10 +108,10 @@ func TestHostileArtifactsAreRefusedAndNothingIsWritten(t *testing.T) {
 
 func TestBrokenArchiveIsRefused(t *testing.T) {
 	g := NewWithT(t)
-	data := gzipBytes(t, tarBytes(t, file("policies.yaml", crdYAML("policies", "example.com", "1.0.0"))))
-	_, err := Extract(t.Context(), artifact(t, fluxConfigMediaType, FluxContentMediaType, data[:len(data)/2]), Source{ArtifactMediaType: FluxContentMediaType}, Options{})
+	data := testregistry.Gzip(t, tarBytes(t, file("policies.yaml", crdYAML("policies", "example.com", "1.0.0"))))
+	_, err := Extract(t.Context(), testregistry.Artifact(t, fluxConfigMediaType, FluxContentMediaType, data[:len(data)/2]), Source{ArtifactMediaType: FluxContentMediaType}, Options{})
 	g.Expect(err).To(MatchError(ErrInvalidArchive))
-	_, err = Extract(t.Context(), artifact(t, fluxConfigMediaType, FluxContentMediaType, []byte("this is not a tar archive, and it is long enough to be read as one, almost. "+strings.Repeat("x", 600))), Source{ArtifactMediaType: FluxContentMediaType}, Options{})
+	_, err = Extract(t.Context(), testregistry.Artifact(t, fluxConfigMediaType, FluxContentMediaType, []byte("this is not a tar archive, and it is long enough to be read as one, almost. "+strings.Repeat("x", 600))), Source{ArtifactMediaType: FluxContentMediaType}, Options{})
 	g.Expect(err).To(MatchError(ErrInvalidArchive))
 }
 
@@ -132,7 +132,7 @@ func TestTooManyFilesAreRefused(t *testing.T) {
 		layer = append(layer, file(fmt.Sprintf("usr/share/f%d", i), "x"))
 	}
 	layer = append(layer, file("crds/policies.yaml", crdYAML("policies", "example.com", "1.0.0")))
-	bundle, err := Extract(t.Context(), containerImage(t, imageLayer(t, layer...)), Source{ImagePath: "/crds"}, Options{MaxFiles: 10})
+	bundle, err := Extract(t.Context(), testregistry.ImageOf(t, imageLayer(t, layer...)), Source{ImagePath: "/crds"}, Options{MaxFiles: 10})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(bundle.CRDs).To(HaveLen(1))
 }
@@ -150,7 +150,7 @@ func TestLayerOverTheLimitIsRefused(t *testing.T) {
 		r := testregistry.Start(t)
 		root := withFolder(t)
 		before := snapshot(t, root)
-		img := containerImage(t, imageLayer(t, file("crds/policies.yaml", crd), entry{Name: "usr/lib/big", Body: string(filler)}))
+		img := testregistry.ImageOf(t, imageLayer(t, file("crds/policies.yaml", crd), entry{Name: "usr/lib/big", Body: string(filler)}))
 		pulled := pushAndPull(t, r, "acme/big", "1.0.0", img)
 		_, err := Extract(t.Context(), pulled, Source{ImagePath: "/crds"}, Options{MaxLayerSize: limit})
 		g.Expect(err).To(MatchError(ErrTooLarge))
@@ -159,9 +159,9 @@ func TestLayerOverTheLimitIsRefused(t *testing.T) {
 	})
 	t.Run("gzip bomb", func(t *testing.T) {
 		g := NewWithT(t)
-		zeros := gzipBytes(t, tarBytes(t, file("policies.yaml", crd), entry{Name: "zeros", Body: string(make([]byte, 16*limit))}))
+		zeros := testregistry.Gzip(t, tarBytes(t, file("policies.yaml", crd), entry{Name: "zeros", Body: string(make([]byte, 16*limit))}))
 		g.Expect(len(zeros)).To(BeNumerically("<", limit/16))
-		_, err := Extract(t.Context(), artifact(t, fluxConfigMediaType, FluxContentMediaType, zeros), Source{ArtifactMediaType: FluxContentMediaType}, Options{MaxLayerSize: limit})
+		_, err := Extract(t.Context(), testregistry.Artifact(t, fluxConfigMediaType, FluxContentMediaType, zeros), Source{ArtifactMediaType: FluxContentMediaType}, Options{MaxLayerSize: limit})
 		g.Expect(err).To(MatchError(ErrTooLarge))
 	})
 	t.Run("YAML files adding up over the limit", func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestLayerOverTheLimitIsRefused(t *testing.T) {
 	})
 	t.Run("the default limit lets a normal layer through", func(t *testing.T) {
 		g := NewWithT(t)
-		img := containerImage(t, imageLayer(t, file("crds/policies.yaml", crd), entry{Name: "usr/lib/big", Body: string(filler)}))
+		img := testregistry.ImageOf(t, imageLayer(t, file("crds/policies.yaml", crd), entry{Name: "usr/lib/big", Body: string(filler)}))
 		_, err := Extract(t.Context(), img, Source{ImagePath: "/crds"}, Options{})
 		g.Expect(err).NotTo(HaveOccurred())
 	})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
 // acmeCRD returns the CRD of kind in group acme.example.com as release
@@ -45,7 +46,7 @@ spec:
 func agentRelease(t testing.TB, version string, crdFiles map[string]string) v1.Image {
 	t.Helper()
 	crdFiles["crds/rbac.yaml"] = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: agent-admin}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n"
-	return containerImage(t,
+	return registry.ImageOf(t,
 		imageLayer(t, map[string]string{"usr/local/bin/agent": "agent " + version + "\n"}),
 		imageLayer(t, crdFiles),
 	)
