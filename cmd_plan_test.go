@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
@@ -19,6 +17,7 @@ import (
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
 
 const planDigest = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -33,12 +32,12 @@ func planFleet(t *testing.T) (dir, revert string) {
 		"clusters/prod/app.yaml":   "image: ghcr.io/acme/app:2.0.0 # {\"$imagepolicy\": \"fleet:app\"}\n",
 		"clusters/prod/kms.yaml":   "image: ghcr.io/acme/kms:2.1.3 # {\"$imagepolicy\": \"kms\"}\n",
 	}
-	runGit(t, dir, "init", "-q", "-b", "main")
+	gitserver.RunGit(t, dir, "init", "-q", "-b", "main")
 	planCommit(t, dir, "Add fleet", files)
 	planCommit(t, dir, "Update agent\n\n"+gitrepo.FormatUpdateTrailer(gitrepo.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
 		map[string]string{"clusters/prod/agent.yaml": "image: ghcr.io/acme/agent:1.4.2 # {\"$imagepolicy\": \"fleet:agent\"}\n"})
-	runGit(t, dir, "revert", "--no-edit", "HEAD")
-	return dir, runGit(t, dir, "rev-parse", "HEAD")
+	gitserver.RunGit(t, dir, "revert", "--no-edit", "HEAD")
+	return dir, gitserver.RunGit(t, dir, "rev-parse", "HEAD")
 }
 
 func TestPlanCommandRefsFile(t *testing.T) {
@@ -110,7 +109,7 @@ func TestPlanCommandRefsFile(t *testing.T) {
 			} else {
 				g.Expect(stderr.String()).To(BeEmpty())
 			}
-			g.Expect(runGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
+			g.Expect(gitserver.RunGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
 		})
 	}
 }
@@ -147,7 +146,7 @@ func TestPlanCommandCluster(t *testing.T) {
 			"refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n" +
 			"refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 1.9.0 (downgrade)\n"))
 	g.Expect(stderr.String()).To(Equal("skipped policies not ready: fleet/pending\n"))
-	g.Expect(runGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
+	g.Expect(gitserver.RunGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
 
 	stdout.Reset()
 	stderr.Reset()
@@ -184,22 +183,6 @@ func readyPolicy(t *testing.T, k8s client.Client, namespace, name string, ref *i
 	}
 }
 
-// runGit runs the git CLI in dir and returns its trimmed output.
-func runGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("/usr/bin/git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=uprev", "GIT_AUTHOR_EMAIL=uprev@example.com",
-		"GIT_COMMITTER_NAME=uprev", "GIT_COMMITTER_EMAIL=uprev@example.com",
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // planCommit writes files under dir and commits everything with message.
 func planCommit(t *testing.T, dir, message string, files map[string]string) {
 	t.Helper()
@@ -212,6 +195,6 @@ func planCommit(t *testing.T, dir, message string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	runGit(t, dir, "add", "-A")
-	runGit(t, dir, "commit", "-q", "-m", message)
+	gitserver.RunGit(t, dir, "add", "-A")
+	gitserver.RunGit(t, dir, "commit", "-q", "-m", message)
 }

@@ -2,26 +2,16 @@ package plan_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
 
 // git runs the git CLI in dir and returns its trimmed output.
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("/usr/bin/git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=uprev", "GIT_AUTHOR_EMAIL=uprev@example.com",
-		"GIT_COMMITTER_NAME=uprev", "GIT_COMMITTER_EMAIL=uprev@example.com",
-		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return gitserver.RunGit(t, dir, args...)
 }
 
 // writeFiles writes files (path → content) under dir.

@@ -155,6 +155,22 @@ func (s *Server) runInput(t testing.TB, dir string, env []string, input string, 
 	return stdout.String()
 }
 
+// RunGit runs the git CLI with args in dir, isolated from the user's and
+// the system's configuration and committing as AuthorName, and returns its
+// trimmed output. It fails the test, with git's stderr, when git fails.
+func RunGit(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
 // gitEnv isolates git from the user's and the system's configuration and
 // gives it an identity.
 func gitEnv() []string {
