@@ -49,6 +49,8 @@ func run(args []string) error {
 	)
 	fs := flag.NewFlagSet("uprev", flag.ContinueOnError)
 	clientOpts.BindFlags(fs)
+	opts.KubeConfig.BindFlags(fs)
+	opts.ACL.BindFlags(fs)
 	leaderOpts.BindFlags(fs)
 	logOpts.BindFlags(fs)
 	jitterOpts.BindFlags(fs)
@@ -63,6 +65,8 @@ func run(args []string) error {
 	fs.Int64Var(&opts.MaxCRDLayerSize, "crd-max-layer-size", 100<<20, "The largest artifact layer, uncompressed, read for CRD bundles, in bytes.")
 	fs.StringVar(&opts.Webhook.Addr, "webhook-addr", "", "The address the webhook receivers bind to, such as :9292; empty turns them off.")
 	fs.StringVar(&opts.Webhook.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "The Secret, in each receiver's namespace, whose key `token` authenticates its notifications.")
+	fs.StringVar(&opts.DefaultServiceAccount, "default-service-account", "",
+		"The service account, in each Sync's namespace, that a Sync without serviceAccountName impersonates to apply to the local cluster; empty means the manager's own account.")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

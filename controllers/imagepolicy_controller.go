@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	aclapi "github.com/fluxcd/pkg/apis/acl"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/acl"
 	"github.com/fluxcd/pkg/runtime/predicates"
@@ -32,7 +33,6 @@ import (
 const (
 	invalidPolicyReason = "InvalidPolicy"
 	noMatchReason       = "NoMatchingTag"
-	accessDeniedReason  = "AccessDenied"
 )
 
 // imageRepositoryRefIndex indexes ImagePolicies by `<namespace>/<name>` of
@@ -47,6 +47,10 @@ type ImagePolicyReconciler struct {
 	Scanner *registry.Scanner
 	// Tags is the store the ImageRepositoryReconciler writes.
 	Tags registry.Store
+	// NoCrossNamespaceRefs refuses an ImageRepository in another
+	// namespace, whatever its accessFrom says (Flux's
+	// --no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -147,6 +151,10 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 // is waited for, not retried: its creation and its scans trigger the policy.
 func (r *ImagePolicyReconciler) repository(ctx context.Context, pol *imagev1.ImagePolicy) (*imagev1.ImageRepository, error) {
 	key := repositoryOf(pol)
+	if r.NoCrossNamespaceRefs && key.Namespace != pol.Namespace {
+		return nil, stalledf(aclapi.AccessDeniedReason,
+			"cannot use ImageRepository %s from namespace %s: references across namespaces are turned off (--no-cross-namespace-refs)", key, pol.Namespace)
+	}
 	repo := &imagev1.ImageRepository{}
 	if err := r.Get(ctx, key, repo); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -156,7 +164,7 @@ func (r *ImagePolicyReconciler) repository(ctx context.Context, pol *imagev1.Ima
 	}
 	if err := acl.NewAuthorization(r.Client).HasAccessToRef(ctx, pol, key, repo.Spec.AccessFrom); err != nil {
 		if acl.IsAccessDenied(err) {
-			return nil, stalled(accessDeniedReason, err)
+			return nil, stalled(aclapi.AccessDeniedReason, err)
 		}
 		return nil, fmt.Errorf("checking access to ImageRepository %s: %w", key, err)
 	}

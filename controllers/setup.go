@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/runtime/acl"
+	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +49,14 @@ type Options struct {
 	MaxCRDLayerSize int64
 	// Webhook configures the webhook receivers; they run when Addr is set.
 	Webhook webhook.Options
+	// KubeConfig says what the kubeconfigs of Sync targets may use.
+	KubeConfig runtimeclient.KubeConfigOptions
+	// DefaultServiceAccount is impersonated by Syncs that apply to the
+	// local cluster without a serviceAccountName; empty means the
+	// manager's own identity.
+	DefaultServiceAccount string
+	// ACL turns off references across namespaces.
+	ACL acl.Options
 }
 
 // NewScheme returns a scheme with every kind uprev reads or writes.
@@ -87,7 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := repos.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImageRepository controller: %w", err)
 		}
-		policies := &ImagePolicyReconciler{Scanner: scanner, Tags: tags}
+		policies := &ImagePolicyReconciler{Scanner: scanner, Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
 		}
@@ -110,7 +120,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if slices.Contains(opts.Controllers, Apply) {
-		syncs := &SyncReconciler{Clones: clones, pushes: pushes}
+		syncs := &SyncReconciler{Clones: clones, KubeConfig: opts.KubeConfig, DefaultServiceAccount: opts.DefaultServiceAccount, pushes: pushes}
 		if err := syncs.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up Sync controller: %w", err)
 		}

@@ -1,9 +1,10 @@
 package controllers
 
-// +kubebuilder:rbac:groups=uprev.dev,resources=syncs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=uprev.dev,resources=syncs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=uprev.dev,resources=syncs/status,verbs=get;update;patch
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,12 +14,13 @@ import (
 	"sync"
 	"time"
 
+	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,6 +33,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/apply"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/kubeconfig"
 )
 
 // kubeConfigKey is the key of a kubeconfig in a target's Secret, as in Flux.
@@ -43,6 +46,13 @@ type SyncReconciler struct {
 	Clones *gitrepo.Cache
 	// LocalConfig reaches the cluster uprev runs in.
 	LocalConfig *rest.Config
+	// KubeConfig says what a target's kubeconfig may use (Flux's
+	// --insecure-kubeconfig-exec and --insecure-kubeconfig-tls).
+	KubeConfig runtimeclient.KubeConfigOptions
+	// DefaultServiceAccount, when set, is impersonated in the Sync's
+	// namespace to apply to the local cluster when the Sync names no
+	// serviceAccountName (Flux's --default-service-account).
+	DefaultServiceAccount string
 	// Clock tells the time; the wall clock when nil.
 	Clock clock.PassiveClock
 
@@ -50,9 +60,8 @@ type SyncReconciler struct {
 	// reconcile at once.
 	pushes *gitPushEvents
 
-	// appliers keeps one Applier per target cluster (by kubeconfig content),
-	// so discovery and connections are reused across reconciles.
-	appliers sync.Map
+	// appliers keeps the Applier of each target of each live Sync.
+	appliers targetAppliers
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -79,7 +88,16 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &uprevv1.Sync{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.appliers.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if added, err := addFinalizer(ctx, r.Client, s); added || err != nil {
+		return ctrl.Result{}, err
 	}
 	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
 	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context) outcome {
@@ -104,11 +122,15 @@ type syncRun struct {
 	done int
 	// pause is the wait before the next wave may start, when it is waiting.
 	pause time.Duration
+	// appliers are the targets' Appliers by target name; a target whose
+	// Applier could not be had has its error in connectErrs instead.
+	appliers    map[string]*apply.Applier
+	connectErrs map[string]error
 }
 
 // reconcile runs the phases in order.
 func (r *SyncReconciler) reconcile(ctx context.Context, run *syncRun) error {
-	for _, phase := range []func(context.Context, *syncRun) error{r.validateSync, r.build, r.rollOut} {
+	for _, phase := range []func(context.Context, *syncRun) error{r.validateSync, r.connect, r.build, r.rollOut} {
 		if err := phase(ctx, run); err != nil {
 			return err
 		}
@@ -126,6 +148,27 @@ func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref needs a branch, a tag or a commit")
 	}
 	run.waves = waves
+	return nil
+}
+
+// connect finds the Applier of every target before anything is fetched or
+// applied, so a refused kubeconfig stops the whole revision. Other
+// failures (a missing Secret) are kept for their target alone.
+func (r *SyncReconciler) connect(ctx context.Context, run *syncRun) error {
+	run.appliers = map[string]*apply.Applier{}
+	run.connectErrs = map[string]error{}
+	for _, target := range run.sync.Spec.Targets {
+		a, err := r.applier(ctx, run.sync, target)
+		var stall *stalledError
+		switch {
+		case errors.As(err, &stall):
+			return stalled(stall.reason, fmt.Errorf("target %s: %w", target.Name, err))
+		case err != nil:
+			run.connectErrs[target.Name] = err
+		default:
+			run.appliers[target.Name] = a
+		}
+	}
 	return nil
 }
 
@@ -236,54 +279,68 @@ type targetResult struct {
 // applyTarget applies the revision to one target.
 func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target) targetResult {
 	res := targetResult{target: target}
-	applier, err := r.applier(ctx, run.sync, target)
-	if err != nil {
-		res.err = err
+	applier, ok := run.appliers[target.Name]
+	if !ok {
+		res.err = run.connectErrs[target.Name]
 		return res
 	}
-	spec := run.sync.Spec
-	opts := apply.Options{
-		Prune:            spec.Prune,
-		Wait:             spec.Wait,
-		Timeout:          run.sync.GetTimeout(),
-		DefaultNamespace: run.sync.Namespace,
-	}
-	if target.KubeConfig == nil && spec.ServiceAccountName != "" {
-		opts.ServiceAccount = spec.ServiceAccountName
-		opts.ServiceAccountNamespace = run.sync.Namespace
-	}
+	opts := r.applyOptions(run.sync, target)
 	res.result, res.err = applier.Apply(ctx, run.objects, previousInventory(run.sync, target.Name), opts)
 	return res
 }
 
+// applyOptions are the options of applying a Sync to one target: the
+// local cluster as the Sync's service account, or the manager's default
+// one, when either is set.
+func (r *SyncReconciler) applyOptions(s *uprevv1.Sync, target uprevv1.Target) apply.Options {
+	opts := apply.Options{
+		Prune:            s.Spec.Prune,
+		Wait:             s.Spec.Wait,
+		Timeout:          s.GetTimeout(),
+		DefaultNamespace: s.Namespace,
+	}
+	if target.KubeConfig == nil {
+		opts.ServiceAccount = cmp.Or(s.Spec.ServiceAccountName, r.DefaultServiceAccount)
+		opts.ServiceAccountNamespace = s.Namespace
+	}
+	return opts
+}
+
 // applier returns the Applier of a target: the local cluster, or the one
-// the target's kubeconfig Secret reaches.
+// the target's kubeconfig Secret reaches. Appliers are kept per target and
+// kubeconfig content, so a kubeconfig is checked once, before its first
+// use, and again when it changes.
 func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target uprevv1.Target) (*apply.Applier, error) {
-	config, key := r.LocalConfig, "local"
+	key, data := "local", []byte(nil)
 	if ref := target.KubeConfig; ref != nil {
-		data, err := secretData(ctx, r.Client, s.Namespace, ref.SecretRef.Name)
+		secret, err := secretData(ctx, r.Client, s.Namespace, ref.SecretRef.Name)
 		if err != nil {
 			return nil, err
 		}
-		kubeconfig, ok := data[kubeConfigKey]
-		if !ok {
+		var ok bool
+		if data, ok = secret[kubeConfigKey]; !ok {
 			return nil, stalledf(uprevv1.InvalidSpecReason, "secret %s/%s has no %q key with a kubeconfig", s.Namespace, ref.SecretRef.Name, kubeConfigKey)
 		}
-		if config, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
-			return nil, stalledf(uprevv1.InvalidSpecReason, "secret %s/%s: the kubeconfig cannot be read", s.Namespace, ref.SecretRef.Name)
-		}
-		sum := sha256.Sum256(kubeconfig)
+		sum := sha256.Sum256(data)
 		key = hex.EncodeToString(sum[:])
 	}
-	if a, ok := r.appliers.Load(key); ok {
-		return a.(*apply.Applier), nil
+	syncKey := client.ObjectKeyFromObject(s)
+	if a, ok := r.appliers.get(syncKey, target.Name, key); ok {
+		return a, nil
+	}
+	config := r.LocalConfig
+	if data != nil {
+		var err error
+		if config, err = kubeconfig.RESTConfig(data, r.KubeConfig); err != nil {
+			return nil, stalledf(uprevv1.KubeConfigRefusedReason, "secret %s/%s: %w", s.Namespace, target.KubeConfig.SecretRef.Name, err)
+		}
 	}
 	a, err := apply.NewApplier(config)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to target %s: %w", target.Name, err)
 	}
-	actual, _ := r.appliers.LoadOrStore(key, a)
-	return actual.(*apply.Applier), nil
+	r.appliers.put(syncKey, target.Name, key, a)
+	return a, nil
 }
 
 // previousInventory returns what was applied to a target before.

@@ -1,6 +1,6 @@
 package controllers
 
-// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=uprev.dev,resources=updateautomations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
 

@@ -1,5 +1,9 @@
 package v1alpha1
 
+// Finalizer is the finalizer uprev puts on the objects whose deletion it
+// cleans up after: a Sync's applied objects, an automation's kept clone.
+const Finalizer = "finalizers.uprev.dev"
+
 // Reasons of the Ready, Reconciling and Stalled conditions of uprev's kinds.
 const (
 	// SucceededReason: the last run did what it should.
@@ -10,6 +14,10 @@ const (
 	InvalidSpecReason = "InvalidSpec"
 	// SecretNotFoundReason: a referenced Secret is missing or lacks a key.
 	SecretNotFoundReason = "SecretNotFound"
+	// KubeConfigRefusedReason: a target's kubeconfig would run a plugin,
+	// read a file or skip TLS verification, which the manager's flags do
+	// not allow.
+	KubeConfigRefusedReason = "KubeConfigRefused"
 	// AuthenticationFailedReason: the credentials were refused.
 	AuthenticationFailedReason = "AuthenticationFailed"
 	// GitOperationFailedReason: a fetch, commit or push failed.

@@ -105,3 +105,24 @@ func stillInventoried(current []Entry, pruned []ssa.ChangeSetEntry) []Entry {
 	}
 	return current
 }
+
+// Delete deletes every object of inventory, as a prune to an empty set
+// does: objects before the Namespaces and CRDs that hold them, CRDs and
+// Namespaces only when annotated PruneAnnotation: EnabledValue, and never
+// objects annotated to be left alone. The Result's Inventory holds the
+// entries whose deletion failed, for a later retry. It is what a Sync's
+// deletion does to each target.
+func (a *Applier) Delete(ctx context.Context, inventory []Entry, opts Options) (Result, error) {
+	result := Result{ChangeSet: ssa.NewChangeSet()}
+	ident, err := a.identityFor(opts)
+	if err != nil {
+		return result, err
+	}
+	entries, err := prune(ctx, ident.rm, inventory, nil)
+	result.ChangeSet.Append(entries)
+	result.Inventory = stillInventoried([]Entry{}, entries)
+	if err != nil && isUnreachable(err) {
+		err = &UnreachableError{Host: redactedHost(a.config.Host), Err: err}
+	}
+	return result, err
+}

@@ -73,6 +73,11 @@ func TestInstallDefault(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("deployment.apps/uprev configured (server dry run)"))
 	g.Expect(strings.Count(out, " configured (server dry run)")).To(Equal(1), out)
 
+	// So is the multi-tenant lockdown.
+	out, _ = k.run("apply", "-k", "config/multitenant", "--dry-run=server")
+	g.Expect(out).To(ContainSubstring("deployment.apps/uprev configured (server dry run)"))
+	g.Expect(strings.Count(out, " configured (server dry run)")).To(Equal(1), out)
+
 	// So is the webhook overlay, plus its role and Service.
 	out, _ = k.run("apply", "-k", "config/webhook", "--dry-run=server")
 	g.Expect(out).To(ContainSubstring("deployment.apps/uprev configured (server dry run)"))
@@ -184,16 +189,17 @@ func TestInstallDefault(t *testing.T) {
 			{authorizationv1.ResourceAttributes{Verb: "list", Group: "uprev.dev", Resource: "updateautomations"}, true},
 			{authorizationv1.ResourceAttributes{Verb: "update", Group: "uprev.dev", Resource: "updateautomations", Subresource: "status", Namespace: "team-a"}, true},
 			{authorizationv1.ResourceAttributes{Verb: "create", Group: "events.k8s.io", Resource: "events", Namespace: "team-a"}, true},
-			// Apply: its own objects, and impersonation.
+			// Apply: its own objects (their finalizers too), and impersonation.
+			{authorizationv1.ResourceAttributes{Verb: "patch", Group: "uprev.dev", Resource: "syncs", Namespace: "team-a"}, true},
 			{authorizationv1.ResourceAttributes{Verb: "patch", Group: "uprev.dev", Resource: "syncs", Subresource: "status", Namespace: "team-a"}, true},
 			{authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "team-a", Name: "deployer"}, true},
 			// Leader election, in uprev's namespace only.
 			{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: namespace}, true},
 			{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"}, false},
-			// Never: changing Secrets or the specs users write.
+			// Never: changing Secrets or deleting what users write.
 			{authorizationv1.ResourceAttributes{Verb: "create", Resource: "secrets", Namespace: "team-a"}, false},
 			{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: namespace}, false},
-			{authorizationv1.ResourceAttributes{Verb: "update", Group: "uprev.dev", Resource: "syncs", Namespace: "team-a"}, false},
+			{authorizationv1.ResourceAttributes{Verb: "delete", Group: "uprev.dev", Resource: "syncs", Namespace: "team-a"}, false},
 			{authorizationv1.ResourceAttributes{Verb: "delete", Group: "image.toolkit.fluxcd.io", Resource: "imagepolicies", Namespace: "team-a"}, false},
 			{authorizationv1.ResourceAttributes{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, false},
 			{authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users"}, false},

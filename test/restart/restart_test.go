@@ -6,7 +6,6 @@ package restart
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,51 +19,9 @@ import (
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
-
-// buildManager builds the uprev binary into a temporary directory.
-func buildManager(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "uprev")
-	cmd := exec.Command("go", "build", "-o", bin, "../..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building uprev: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// startManager runs the binary against the cluster whose kubeconfig is at
-// kubeconfig, with the given storage path, until stop is called.
-func startManager(t *testing.T, bin, kubeconfig, storage string) (stop func()) {
-	t.Helper()
-	cmd := exec.Command(bin, "--controllers=image", "--storage-path="+storage,
-		"--metrics-addr=0", "--health-addr=0", "--log-level=debug")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	logs, err := os.Create(filepath.Join(t.TempDir(), "uprev.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting uprev: %v", err)
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		if t.Failed() {
-			out, _ := os.ReadFile(logs.Name())
-			t.Logf("uprev log:\n%s", out)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 func TestRestartedManagerAnswersFromStoredTags(t *testing.T) {
 	g := NewWithT(t)
@@ -81,7 +38,7 @@ func TestRestartedManagerAnswersFromStoredTags(t *testing.T) {
 
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/agent", "1.0.0", "1.1.0", "2.0.0")
-	bin := buildManager(t)
+	bin := manager.Build(t)
 	storage := t.TempDir()
 
 	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}})).To(Succeed())
@@ -109,16 +66,16 @@ func TestRestartedManagerAnswersFromStoredTags(t *testing.T) {
 		}
 	}
 
-	stop := startManager(t, bin, kubeconfigPath, storage)
+	first := manager.Start(t, bin, kubeconfigPath, storage, "--controllers=image")
 	g.Eventually(selected(newPolicy("latest", ">=1.0.0"))).WithTimeout(time.Minute).Should(Equal("2.0.0"))
-	stop()
+	first.Stop()
 
 	// The registry now answers nothing: a scan would hang. The restarted
 	// manager must answer a new policy from the tags stored before.
 	reg.ResetCounts()
 	release := reg.Hold()
 	defer release()
-	startManager(t, bin, kubeconfigPath, storage)
+	manager.Start(t, bin, kubeconfigPath, storage, "--controllers=image")
 	g.Eventually(selected(newPolicy("one-x", "1.x"))).WithTimeout(time.Minute).Should(Equal("1.1.0"))
 	g.Expect(reg.Counts().Total).To(BeZero(), "no registry request before the next scan is due")
 }

@@ -1,0 +1,124 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
+)
+
+// namespaceManifest returns the YAML of a Namespace.
+func namespaceManifest(name string) string {
+	return "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n"
+}
+
+// deleteAndWaitGone deletes the Sync and waits until the API server no
+// longer has it, which needs uprev to release its finalizer.
+func deleteAndWaitGone(t *testing.T, s *uprevv1.Sync) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(k8s.Delete(context.Background(), s)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), &uprevv1.Sync{}))
+	}).WithTimeout(time.Minute).Should(BeTrue(), "the Sync is released")
+}
+
+// configMapExists tells whether the ConfigMap ns/name is in the cluster c.
+func configMapExists(g Gomega, c client.Client, ns, name string) bool {
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	return err == nil
+}
+
+func TestSyncDeletionWithPruneDeletesWhatItApplied(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	extra := ns + "-extra"
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{
+		"app/ns.yaml":     namespaceManifest(extra),
+		"app/config.yaml": configMap(ns, "settings", "v1"),
+	})
+	s := newSync(t, ns, url, "app")
+	waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
+	g.Expect(s.Finalizers).To(ContainElement(uprevv1.Finalizer))
+	g.Expect(configMapExists(g, k8s, ns, "settings")).To(BeTrue())
+
+	deleteAndWaitGone(t, s)
+	g.Expect(configMapExists(g, k8s, ns, "settings")).To(BeFalse(), "what the Sync applied is deleted")
+	var kept corev1.Namespace
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: extra}, &kept)).To(Succeed())
+	g.Expect(kept.DeletionTimestamp).To(BeNil(), "a Namespace is kept unless annotated, as for pruning")
+	expectEvent(t, ns, s.Name, "Deleted", "ConfigMap")
+}
+
+func TestSyncDeletionOrphansWithoutPruneOrWhenSuspended(t *testing.T) {
+	for name, mutate := range map[string]func(*uprevv1.Sync){
+		"prune off": func(s *uprevv1.Sync) { s.Spec.Prune = false },
+		"suspended": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			srv := gitserver.Start(t)
+			url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+			var s *uprevv1.Sync
+			if mutate != nil {
+				s = newSync(t, ns, url, "app", mutate)
+			} else {
+				s = newSync(t, ns, url, "app")
+			}
+			waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
+			if mutate == nil {
+				patch := client.MergeFrom(s.DeepCopy())
+				s.Spec.Suspend = true
+				g.Expect(k8s.Patch(context.Background(), s, patch)).To(Succeed())
+			}
+			deleteAndWaitGone(t, s)
+			g.Expect(configMapExists(g, k8s, ns, "settings")).To(BeTrue(), "the objects are orphaned")
+		})
+	}
+}
+
+func TestSyncDeletionGivesUpOnAnUnreachableTarget(t *testing.T) {
+	g := NewWithT(t)
+	startRemoteClusters(t)
+	ns := newNamespace(t)
+	ensureNamespace(t, remoteClusters.euC, ns)
+	kubeConfigSecret(t, ns, "eu-1", remoteClusters.euKC)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+		s.Spec.Targets = []uprevv1.Target{
+			{Name: "local"},
+			{Name: "eu-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu-1")}},
+		}
+		s.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second}
+	})
+	waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local", "eu-1")
+
+	// eu-1 becomes unreachable: its kubeconfig now points at a closed port.
+	var secret corev1.Secret
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "eu-1"}, &secret)).To(Succeed())
+	secret.Data[kubeConfigKey] = []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: admin, user: {token: not-a-real-token}}]
+contexts: [{name: gone, context: {cluster: gone, user: admin}}]
+current-context: gone
+`)
+	g.Expect(k8s.Update(context.Background(), &secret)).To(Succeed())
+
+	deleteAndWaitGone(t, s)
+	g.Expect(configMapExists(g, k8s, ns, "settings")).To(BeFalse(), "the reachable target is cleaned up")
+	g.Expect(configMapExists(g, remoteClusters.euC, ns, "settings")).To(BeTrue(), "the unreachable one is given up on")
+	expectEvent(t, ns, s.Name, "DeletionGivenUp", "eu-1")
+}
