@@ -3,9 +3,7 @@ package gitrepo_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/uprev-dev/uprev/internal/gitrepo"
@@ -37,32 +35,6 @@ func taggedRepo(b *testing.B) *gitrepo.Remote {
 // releaseTag returns the name of the i-th tag of a taggedRepo.
 func releaseTag(i int) string {
 	return fmt.Sprintf("v%02d", i)
-}
-
-// diskUsage returns the bytes the files under dir take on disk, as du
-// counts them, and how many entries dir holds directly.
-func diskUsage(b *testing.B, dir string) (bytes int64, entries int) {
-	b.Helper()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if path != dir {
-			bytes += info.Sys().(*syscall.Stat_t).Blocks * 512
-		}
-		if filepath.Dir(path) == dir {
-			entries++
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatalf("measuring %s: %v", dir, err)
-	}
-	return bytes, entries
 }
 
 // BenchmarkSyncThroughTags moves one Sync-like user of a 2,000-file

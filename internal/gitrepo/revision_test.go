@@ -153,6 +153,7 @@ func TestOpenRevisionCommit(t *testing.T) {
 	g.Expect(s.Head()).To(Equal(feature))
 	g.Expect(readFile(g, s.Dir(), "feature.yaml")).To(Equal("a: 1\n"))
 	g.Expect(filepath.Join(s.Dir(), agentPath)).NotTo(BeAnExistingFile())
+	dir := s.Dir()
 	g.Expect(os.WriteFile(filepath.Join(s.Dir(), "stray.yaml"), []byte("x: 1\n"), 0o644)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(s.Dir(), "feature.yaml"), []byte("a: 2\n"), 0o644)).To(Succeed())
 	s.Close()
@@ -163,8 +164,11 @@ func TestOpenRevisionCommit(t *testing.T) {
 	g.Expect(readFile(g, s.Dir(), "feature.yaml")).To(Equal("a: 1\n"))
 	g.Expect(filepath.Join(s.Dir(), "stray.yaml")).NotTo(BeAnExistingFile())
 	g.Expect(cache.Stats()).To(Equal(gitrepo.CacheStats{Clones: 1, Fetches: 1}))
+	s.Close()
 
+	// Another commit moves the same kept clone.
 	s, revision = openRevision(t, cache, repo.remote, gitrepo.Ref{Commit: repo.first})
+	g.Expect(s.Dir()).To(Equal(dir))
 	g.Expect(revision).To(Equal("sha1:" + repo.first))
 	g.Expect(readFile(g, s.Dir(), agentPath)).To(Equal(seedFiles[agentPath]))
 }
@@ -352,7 +356,7 @@ func TestDamagedRevisionCloneIsReplaced(t *testing.T) {
 	dir := s.Dir()
 	s.Close()
 
-	objects := filepath.Join(dir, ".git", "objects")
+	objects := filepath.Join(storeDir(g, dir), "objects")
 	g.Expect(os.RemoveAll(objects)).To(Succeed())
 	g.Expect(os.Mkdir(objects, 0o755)).To(Succeed())
 
