@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
@@ -20,6 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 )
 
 // errHistoryRewritten means the remote branch no longer contains the commit
@@ -40,12 +43,21 @@ var errStaleClone = errors.New("the kept clone uses an old object store")
 // working tree; a clone that is damaged, or whose remote branch was
 // rewritten, is replaced by a fresh one in a fresh object store.
 //
+// Users name themselves as owners when they open a clone; Release ends an
+// owner's claim, and Sweep (run every 15 seconds by Start) removes the
+// clones no owner claims once they are unused for 30 seconds, and the
+// object stores no clone uses.
+//
 // The locks are in-process: one Cache per directory and process.
 type Cache struct {
-	root string
+	root  string
+	clock clock.WithTicker
+	log   logr.Logger
 
 	mu           sync.Mutex
 	repositories map[string]*repository
+	// owners are the claims: the clone each owner opened last.
+	owners map[string]*keptClone
 
 	cloneCount atomic.Int64
 	fetchCount atomic.Int64
@@ -64,8 +76,14 @@ type keptClone struct {
 	// found on disk after a restart is first checked in full.
 	indexAt indexRecord
 	// store is the object store the checkout on disk uses, nil when there
-	// is no checkout or its store is unknown. The Cache's mutex guards it.
+	// is no checkout or its store is unknown. The Cache's mutex guards it
+	// and the fields below.
 	store *objectStore
+	// users counts the sessions that hold or wait for lock.
+	users int
+	// lastUsed is when the last session closed, or when the clone was
+	// found on disk.
+	lastUsed time.Time
 }
 
 // CacheStats counts the network operations of a Cache.
@@ -79,14 +97,33 @@ type CacheStats struct {
 	Fetches int64
 }
 
-// NewCache returns a Cache that keeps its clones under root, creating it.
-// What a previous process left there is kept for its users to come back
-// to; clones and stores it was still writing are removed at once.
+// CacheOptions tunes a Cache.
+type CacheOptions struct {
+	// Clock tells when clones are used and when Start sweeps; nil means
+	// the real clock.
+	Clock clock.WithTicker
+	// Log receives what Start could not remove; the zero Logger discards.
+	Log logr.Logger
+}
+
+// NewCache returns a Cache that keeps its clones under root, with the
+// default options.
 func NewCache(root string) (*Cache, error) {
+	return NewCacheWithOptions(root, CacheOptions{})
+}
+
+// NewCacheWithOptions returns a Cache that keeps its clones under root,
+// creating it. What a previous process left there is kept for its users
+// to come back to, and swept like any unclaimed clone otherwise; clones
+// and stores it was still writing are removed at once.
+func NewCacheWithOptions(root string, opts CacheOptions) (*Cache, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("creating clone cache directory: %w", err)
 	}
-	c := &Cache{root: root, repositories: map[string]*repository{}}
+	c := &Cache{root: root, clock: opts.Clock, log: opts.Log, repositories: map[string]*repository{}, owners: map[string]*keptClone{}}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
 	if err := c.load(); err != nil {
 		return nil, fmt.Errorf("loading the clone cache: %w", err)
 	}
@@ -98,12 +135,17 @@ func (c *Cache) Stats() CacheStats {
 	return CacheStats{Clones: c.cloneCount.Load(), Fetches: c.fetchCount.Load()}
 }
 
-// OpenOptions says which branches a Session reads and writes.
+// OpenOptions says which branches a Session reads and writes, and for whom.
 type OpenOptions struct {
 	// Branch is the branch checked out. Clones are kept per URL and Branch.
 	Branch string
 	// PushBranch is the branch WriteBack pushes to; empty means Branch.
 	PushBranch string
+	// Owner names the user of the clone, such as
+	// "UpdateAutomation/<namespace>/<name>": the clone is kept while the
+	// owner claims it, from this Open until the owner opens another clone
+	// or is released. Empty claims nothing.
+	Owner string
 }
 
 // Session is the exclusive use of a kept clone, brought up to date with the
@@ -147,7 +189,7 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	if opts.PushBranch == "" {
 		opts.PushBranch = opts.Branch
 	}
-	s, err := c.session(ctx, remote, branchCheckoutName(opts.Branch))
+	s, err := c.session(ctx, remote, branchCheckoutName(opts.Branch), opts.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -159,16 +201,24 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	return s, nil
 }
 
-// session locks the checkout name of remote's repository, waiting for
-// other users of it (or for ctx), and returns a session on it that pins its
-// object store.
-func (c *Cache) session(ctx context.Context, remote *Remote, name string) (*Session, error) {
+// session claims the checkout name of remote's repository for owner, locks
+// it, waiting for other users of it (or for ctx), and returns a session on
+// it that pins its object store.
+func (c *Cache) session(ctx context.Context, remote *Remote, name, owner string) (*Session, error) {
 	c.mu.Lock()
 	kc := c.clone(c.repository(repositoryKey(remote.URL)), name)
+	kc.users++
+	if owner != "" {
+		c.owners[owner] = kc
+	}
 	c.mu.Unlock()
 	select {
 	case kc.lock <- struct{}{}:
 	case <-ctx.Done():
+		c.mu.Lock()
+		kc.users--
+		kc.lastUsed = c.clock.Now()
+		c.mu.Unlock()
 		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
 	}
 	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, indexAt: kc.indexAt}
@@ -196,6 +246,8 @@ func (s *Session) Close() {
 		for _, st := range s.pinned {
 			st.pins--
 		}
+		s.clone.users--
+		s.clone.lastUsed = c.clock.Now()
 		c.mu.Unlock()
 		s.pinned = nil
 		<-s.clone.lock

@@ -3,8 +3,12 @@ package gitrepo_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
@@ -37,7 +41,7 @@ func releaseTag(i int) string {
 	return fmt.Sprintf("v%02d", i)
 }
 
-// BenchmarkSyncThroughTags moves one Sync-like user of a 2,000-file
+// BenchmarkSyncThroughTags moves one Sync-like owner of a 2,000-file
 // repository through 20 tags, one session per tag, and reports the disk the
 // clone cache takes then, in bytes and relative to the disk of one clone
 // (the cache after the first tag).
@@ -52,7 +56,7 @@ func BenchmarkSyncThroughTags(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i := 1; i <= releaseCount; i++ {
-			s, _, err := cache.OpenRevision(ctx, remote, gitrepo.Ref{Tag: releaseTag(i)})
+			s, _, err := cache.OpenRevision(ctx, remote, gitrepo.Ref{Tag: releaseTag(i)}, "Sync/bench/app")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -68,18 +72,21 @@ func BenchmarkSyncThroughTags(b *testing.B) {
 	b.ReportMetric(float64(total)/float64(oneClone), "disk/one-clone")
 }
 
-// BenchmarkHundredSyncsCreatedAndDeleted has 100 Sync-like users of a
+// BenchmarkHundredSyncsCreatedAndDeleted has 100 Sync-like owners of a
 // 2,000-file repository, pinned to its branch, its 20 tags and one commit,
-// each open a session once and go away, and reports what the clone cache
-// keeps on disk afterwards: bytes, and entries under its root.
+// each open a session once and be released, as a deleted Sync is; then the
+// clock moves on 30 seconds and the cache sweeps. It reports the disk the
+// cache took before the sweep and what it keeps after it: bytes, and kept
+// clones.
 func BenchmarkHundredSyncsCreatedAndDeleted(b *testing.B) {
 	remote := taggedRepo(b)
 	ctx := context.Background()
-	var left int64
-	var entries int
+	var used, left int64
+	var clones int
 	for b.Loop() {
 		root := filepath.Join(b.TempDir(), "clones")
-		cache, err := gitrepo.NewCache(root)
+		clock := testingclock.NewFakeClock(time.Now())
+		cache, err := gitrepo.NewCacheWithOptions(root, gitrepo.CacheOptions{Clock: clock})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,7 +99,7 @@ func BenchmarkHundredSyncsCreatedAndDeleted(b *testing.B) {
 			case i%10 == 5 && commit != "":
 				ref = gitrepo.Ref{Commit: commit}
 			}
-			s, _, err := cache.OpenRevision(ctx, remote, ref)
+			s, _, err := cache.OpenRevision(ctx, remote, ref, fmt.Sprintf("Sync/bench/s%03d", i))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -101,8 +108,39 @@ func BenchmarkHundredSyncsCreatedAndDeleted(b *testing.B) {
 			}
 			s.Close()
 		}
-		left, entries = diskUsage(b, root)
+		used, _ = diskUsage(b, root)
+		for i := range 100 {
+			cache.Release(fmt.Sprintf("Sync/bench/s%03d", i))
+		}
+		clock.Step(30 * time.Second)
+		if err := cache.Sweep(clock.Now()); err != nil {
+			b.Fatal(err)
+		}
+		left, _ = diskUsage(b, root)
+		clones = keptClones(b, root)
 	}
+	b.ReportMetric(float64(used), "disk-bytes")
 	b.ReportMetric(float64(left), "bytes-left")
-	b.ReportMetric(float64(entries), "entries-left")
+	b.ReportMetric(float64(clones), "clones-left")
+}
+
+// keptClones returns how many working trees, directories with a .git, the
+// clone cache at root holds.
+func keptClones(b *testing.B, root string) int {
+	b.Helper()
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			n++
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatalf("counting the clones under %s: %v", root, err)
+	}
+	return n
 }

@@ -33,10 +33,11 @@ type Ref struct {
 	Commit string
 }
 
-// OpenRevision locks a kept clone of remote, brings it up to date and
-// checks out the revision ref names, and returns the session with the
+// OpenRevision locks a kept clone of remote for owner, brings it up to date
+// and checks out the revision ref names, and returns the session with the
 // revision as `<branch or tag>@sha1:<commit>`, or `sha1:<commit>` for a
-// commit alone. The session is read-only: WriteBack fails on it.
+// commit alone. The session is read-only: WriteBack fails on it. Owner
+// claims the clone as OpenOptions.Owner does; empty claims nothing.
 //
 // A branch alone uses the branch's kept clone, as Open does. Tags, commits
 // and commits of a branch have a kept clone each per repository, which
@@ -48,12 +49,12 @@ type Ref struct {
 // A tag or commit that the remote does not have fails with an error
 // wrapping ErrRefNotFound; a ref that cannot name a revision fails with
 // ErrInvalidRef.
-func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref) (*Session, string, error) {
+func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref, owner string) (*Session, string, error) {
 	if err := ref.validate(); err != nil {
 		return nil, "", fmt.Errorf("opening Git repository %s: %w", remote.URL, err)
 	}
 	if ref.Commit == "" && ref.Tag == "" {
-		s, err := c.Open(ctx, remote, OpenOptions{Branch: ref.Branch})
+		s, err := c.Open(ctx, remote, OpenOptions{Branch: ref.Branch, Owner: owner})
 		if err != nil {
 			return nil, "", err
 		}
@@ -62,7 +63,7 @@ func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref) (*Ses
 	}
 
 	target := ref.target()
-	s, err := c.session(ctx, remote, target.clone)
+	s, err := c.session(ctx, remote, target.clone, owner)
 	if err != nil {
 		return nil, "", err
 	}

@@ -54,7 +54,7 @@ func openRevision(t *testing.T, c *gitrepo.Cache, r *gitrepo.Remote, ref gitrepo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, revision, err := c.OpenRevision(ctx, r, ref)
+	s, revision, err := c.OpenRevision(ctx, r, ref, "")
 	if err != nil {
 		t.Fatalf("opening session at %+v: %v", ref, err)
 	}
@@ -243,7 +243,7 @@ func TestOpenRevisionNotFound(t *testing.T) {
 			}
 			ref := tc.prepare(t, repo)
 
-			s, revision, err := cache.OpenRevision(context.Background(), repo.remote, ref)
+			s, revision, err := cache.OpenRevision(context.Background(), repo.remote, ref, "")
 			g.Expect(err).To(MatchError(gitrepo.ErrRefNotFound))
 			g.Expect(s).To(BeNil())
 			g.Expect(revision).To(BeEmpty())
@@ -258,7 +258,7 @@ func TestOpenRevisionMissingCommitKeepsTheClone(t *testing.T) {
 	ref := gitrepo.Ref{Commit: "0123456789abcdef0123456789abcdef01234567"}
 
 	for range 2 {
-		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref)
+		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref, "")
 		g.Expect(err).To(MatchError(gitrepo.ErrRefNotFound))
 	}
 	g.Expect(cache.Stats()).To(Equal(gitrepo.CacheStats{Clones: 1, Fetches: 1}), "the second use fetches into the first's clone")
@@ -278,7 +278,7 @@ func TestOpenRevisionInvalidRef(t *testing.T) {
 			srv := gitserver.Start(t)
 			remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
 
-			_, _, err := newCache(t).OpenRevision(context.Background(), remote, ref)
+			_, _, err := newCache(t).OpenRevision(context.Background(), remote, ref, "")
 			g.Expect(err).To(MatchError(gitrepo.ErrInvalidRef))
 			g.Expect(srv.Counts()).To(Equal(gitserver.Counts{}), "nothing fetched")
 		})
@@ -336,7 +336,7 @@ func TestOpenRevisionAuthentication(t *testing.T) {
 	cache := newCache(t)
 
 	for _, ref := range []gitrepo.Ref{{Tag: "v1"}, {Commit: repo.first}, {Branch: "main", Commit: repo.first}} {
-		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref)
+		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref, "")
 		g.Expect(err).To(MatchError(gitrepo.ErrAuthentication), "%+v without credentials", ref)
 	}
 
@@ -375,6 +375,6 @@ func TestOpenRevisionWaitsForContext(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := cache.OpenRevision(ctx, repo.remote, gitrepo.Ref{Tag: "v1"})
+	_, _, err := cache.OpenRevision(ctx, repo.remote, gitrepo.Ref{Tag: "v1"}, "")
 	g.Expect(err).To(MatchError(context.Canceled))
 }

@@ -131,7 +131,7 @@ func (c *Cache) repository(key string) *repository {
 func (c *Cache) clone(r *repository, name string) *keptClone {
 	kc, ok := r.clones[name]
 	if !ok {
-		kc = &keptClone{name: name, repository: r, dir: filepath.Join(r.dir, name), lock: make(chan struct{}, 1)}
+		kc = &keptClone{name: name, repository: r, dir: filepath.Join(r.dir, name), lock: make(chan struct{}, 1), lastUsed: c.clock.Now()}
 		r.clones[name] = kc
 	}
 	return kc
@@ -190,7 +190,7 @@ func (c *Cache) discardStore(r *repository, st *objectStore) {
 	trashed, err := c.trash(st.dir)
 	c.mu.Unlock()
 	if err == nil {
-		_ = os.RemoveAll(trashed) // what is left goes with the next start
+		_ = os.RemoveAll(trashed) // what is left, the next sweep removes
 	}
 }
 
@@ -216,9 +216,10 @@ func initCheckout(dir string, st *objectStore) error {
 }
 
 // load registers what the previous process left under the root: object
-// stores and checkouts, for their users to fetch into. Temporary
-// directories of clones and stores that were being made, what was being
-// removed, and anything else are removed at once.
+// stores and checkouts, unclaimed and last used now, so that the sweep
+// removes them unless a user comes back for them. Temporary directories of
+// clones and stores that were being made, what was being removed, and
+// anything else are removed at once.
 func (c *Cache) load() error {
 	if err := os.RemoveAll(filepath.Join(c.root, trashDir)); err != nil {
 		return fmt.Errorf("emptying the trash: %w", err)

@@ -90,7 +90,7 @@ func TestSyncThroughTagsReusesOneCheckout(t *testing.T) {
 	var dir string
 	var oneClone int64
 	for i := 1; i <= 20; i++ {
-		s, revision, err := cache.OpenRevision(context.Background(), remote, gitrepo.Ref{Tag: releaseTag(i)})
+		s, revision, err := cache.OpenRevision(context.Background(), remote, gitrepo.Ref{Tag: releaseTag(i)}, "Sync/apps/prod")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(revision).To(HavePrefix(releaseTag(i) + "@sha1:"))
 		g.Expect(readFile(g, s.Dir(), "apps/app000.yaml")).To(Equal(fmt.Sprintf("image: ghcr.io/acme/app0:1.%d.0\n", i)))
