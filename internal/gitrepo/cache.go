@@ -2,8 +2,6 @@ package gitrepo
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
@@ -21,56 +20,114 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 )
-
-// remoteName is the name of the remote in every kept clone.
-const remoteName = "origin"
 
 // errHistoryRewritten means the remote branch no longer contains the commit
 // the kept clone had fetched before.
 var errHistoryRewritten = errors.New("remote branch history was rewritten")
 
-// Cache keeps one clone per repository URL and branch under a directory,
-// shared by every user of that repository and branch. A use locks its clone,
-// fetches what is new, and works in its working tree; a clone that is
-// damaged, or whose remote branch was rewritten, is replaced by a fresh one.
+// errStaleClone means a kept clone uses an object store other than its
+// repository's newest, or none.
+var errStaleClone = errors.New("the kept clone uses an old object store")
+
+// Cache keeps clones of repositories under a directory. Each repository
+// URL has one object store and kept clones that read and fetch into it: a
+// working tree per branch read, and one each for tags, commits and commits
+// of a branch, so that a repository is fetched and stored once however
+// many of its branches, tags and commits are checked out. A clone is
+// shared by every user of that repository and branch (or tags, or
+// commits). A use locks its clone, fetches what is new, and works in its
+// working tree; a clone that is damaged, or whose remote branch was
+// rewritten, is replaced by a fresh one in a fresh object store.
+//
+// Users name themselves as owners when they open a clone; Release ends an
+// owner's claim, and Sweep (run every 15 seconds by Start) removes the
+// clones no owner claims once they are unused for 30 seconds, and the
+// object stores no clone uses.
 //
 // The locks are in-process: one Cache per directory and process.
 type Cache struct {
-	root string
+	root  string
+	clock clock.WithTicker
+	log   logr.Logger
 
-	mu     sync.Mutex
-	clones map[string]*keptClone
+	mu           sync.Mutex
+	repositories map[string]*repository
+	// owners are the claims: the clone each owner opened last.
+	owners map[string]*keptClone
 
 	cloneCount atomic.Int64
 	fetchCount atomic.Int64
 }
 
-// keptClone is one clone of the cache and the lock of its users.
+// keptClone is one checkout of the cache and the lock of its users.
 type keptClone struct {
-	dir  string
-	lock chan struct{}
+	// name names the checkout in its repository, and the refs it fetches
+	// into the object store: refs/remotes/<name>/.
+	name       string
+	repository *repository
+	dir        string
+	lock       chan struct{}
 	// indexAt is what the last user knew of the clone's index. Only the
 	// holder of lock reads or writes it. It is kept in memory, so a clone
 	// found on disk after a restart is first checked in full.
 	indexAt indexRecord
+	// store is the object store the checkout on disk uses, nil when there
+	// is no checkout or its store is unknown. The Cache's mutex guards it
+	// and the fields below.
+	store *objectStore
+	// users counts the sessions that hold or wait for lock.
+	users int
+	// lastUsed is when the last session closed, or when the clone was
+	// found on disk.
+	lastUsed time.Time
 }
 
 // CacheStats counts the network operations of a Cache.
 type CacheStats struct {
-	// Clones counts full clones, first ones and replacements.
+	// Clones counts kept clones made, first ones and replacements. A
+	// clone made in an object store that other clones of the repository
+	// use fetches only what the store lacks.
 	Clones int64
 	// Fetches counts incremental fetches into kept clones, one per use of
 	// a clone that was already there.
 	Fetches int64
 }
 
-// NewCache returns a Cache that keeps its clones under root, creating it.
+// CacheOptions tunes a Cache.
+type CacheOptions struct {
+	// Clock tells when clones are used and when Start sweeps; nil means
+	// the real clock.
+	Clock clock.WithTicker
+	// Log receives what Start could not remove; the zero Logger discards.
+	Log logr.Logger
+}
+
+// NewCache returns a Cache that keeps its clones under root, with the
+// default options.
 func NewCache(root string) (*Cache, error) {
+	return NewCacheWithOptions(root, CacheOptions{})
+}
+
+// NewCacheWithOptions returns a Cache that keeps its clones under root,
+// creating it. What a previous process left there is kept for its users
+// to come back to, and swept like any unclaimed clone otherwise; clones
+// and stores it was still writing are removed at once.
+func NewCacheWithOptions(root string, opts CacheOptions) (*Cache, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("creating clone cache directory: %w", err)
 	}
-	return &Cache{root: root, clones: map[string]*keptClone{}}, nil
+	c := &Cache{root: root, clock: opts.Clock, log: opts.Log, repositories: map[string]*repository{}, owners: map[string]*keptClone{}}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	if err := c.load(); err != nil {
+		return nil, fmt.Errorf("loading the clone cache: %w", err)
+	}
+	return c, nil
 }
 
 // Stats returns how many clones and fetches the cache has made.
@@ -78,12 +135,17 @@ func (c *Cache) Stats() CacheStats {
 	return CacheStats{Clones: c.cloneCount.Load(), Fetches: c.fetchCount.Load()}
 }
 
-// OpenOptions says which branches a Session reads and writes.
+// OpenOptions says which branches a Session reads and writes, and for whom.
 type OpenOptions struct {
 	// Branch is the branch checked out. Clones are kept per URL and Branch.
 	Branch string
 	// PushBranch is the branch WriteBack pushes to; empty means Branch.
 	PushBranch string
+	// Owner names the user of the clone, such as
+	// "UpdateAutomation/<namespace>/<name>": the clone is kept while the
+	// owner claims it, from this Open until the owner opens another clone
+	// or is released. Empty claims nothing.
+	Owner string
 }
 
 // Session is the exclusive use of a kept clone, brought up to date with the
@@ -96,6 +158,10 @@ type Session struct {
 	cache      *Cache
 	clone      *keptClone
 	repo       *git.Repository
+	// store is the object store the session reads and fetches into.
+	store *objectStore
+	// pinned are the stores the session pinned, unpinned by Close.
+	pinned []*objectStore
 	// pushTip is the remote's push branch tip, zero when it does not exist.
 	pushTip plumbing.Hash
 	// cleanAt is the commit the index and working tree match exactly, zero
@@ -123,13 +189,11 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	if opts.PushBranch == "" {
 		opts.PushBranch = opts.Branch
 	}
-	kc := c.keptClone(remote.URL, opts.Branch)
-	select {
-	case kc.lock <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
+	s, err := c.session(ctx, remote, branchCheckoutName(opts.Branch), opts.Owner)
+	if err != nil {
+		return nil, err
 	}
-	s := &Session{dir: kc.dir, remote: remote, branch: opts.Branch, pushBranch: opts.PushBranch, cache: c, clone: kc, indexAt: kc.indexAt}
+	s.branch, s.pushBranch = opts.Branch, opts.PushBranch
 	if err := s.sync(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("fetching branch %q of %s: %w", opts.Branch, remote.URL, err)
@@ -137,17 +201,35 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	return s, nil
 }
 
-func (c *Cache) keptClone(url, branch string) *keptClone {
-	sum := sha256.Sum256([]byte(url + "\x00" + branch))
-	key := hex.EncodeToString(sum[:12])
+// session claims the checkout name of remote's repository for owner, locks
+// it, waiting for other users of it (or for ctx), and returns a session on
+// it that pins its object store.
+func (c *Cache) session(ctx context.Context, remote *Remote, name, owner string) (*Session, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	kc, ok := c.clones[key]
-	if !ok {
-		kc = &keptClone{dir: filepath.Join(c.root, key), lock: make(chan struct{}, 1)}
-		c.clones[key] = kc
+	kc := c.clone(c.repository(repositoryKey(remote.URL)), name)
+	kc.users++
+	if owner != "" {
+		c.owners[owner] = kc
 	}
-	return kc
+	c.mu.Unlock()
+	select {
+	case kc.lock <- struct{}{}:
+	case <-ctx.Done():
+		c.mu.Lock()
+		kc.users--
+		kc.lastUsed = c.clock.Now()
+		c.mu.Unlock()
+		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
+	}
+	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, indexAt: kc.indexAt}
+	c.mu.Lock()
+	if kc.store != nil {
+		s.store = kc.store
+		s.store.pins++
+		s.pinned = append(s.pinned, s.store)
+	}
+	c.mu.Unlock()
+	return s, nil
 }
 
 // Close releases the kept clone for its next user. It is safe to call more
@@ -159,6 +241,15 @@ func (s *Session) Close() {
 	s.storages = nil
 	if s.clone != nil {
 		s.clone.indexAt = s.indexAt
+		c := s.cache
+		c.mu.Lock()
+		for _, st := range s.pinned {
+			st.pins--
+		}
+		s.clone.users--
+		s.clone.lastUsed = c.clock.Now()
+		c.mu.Unlock()
+		s.pinned = nil
 		<-s.clone.lock
 		s.clone = nil
 	}
@@ -196,46 +287,91 @@ func (s *Session) sync(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.reclone(ctx)
+	return s.reclone(ctx, err)
 }
 
-// reclone clones the remote next to the kept clone and replaces it only
-// when the clone succeeded, so a network failure leaves it as it was.
-func (s *Session) reclone(ctx context.Context) error {
-	s.indexAt = indexRecord{}
-	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+".new-")
-	if err != nil {
-		return fmt.Errorf("creating clone directory: %w", err)
-	}
-	_, err = git.PlainCloneContext(ctx, tmp, false, &git.CloneOptions{
-		URL:           s.remote.URL,
-		Auth:          s.remote.auth,
-		CABundle:      s.remote.caBundle,
-		RemoteName:    remoteName,
-		ReferenceName: plumbing.NewBranchReferenceName(s.branch),
-		SingleBranch:  true,
-		NoCheckout:    true,
-		Tags:          git.NoTags,
+// reclone clones the branch (and the push branch) next to the kept clone,
+// in an object store chosen by why the kept clone could not be used, and
+// replaces it only when the clone succeeded, so a network failure leaves
+// it as it was.
+func (s *Session) reclone(ctx context.Context, why error) error {
+	err := s.replaceClone(ctx, why, func(repo *git.Repository) error {
+		if err := s.fetchSpecs(ctx, repo, []config.RefSpec{s.trackingSpec(s.branch)}); err != nil {
+			return fmt.Errorf("cloning: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return fmt.Errorf("cloning: %w", classify(err))
-	}
-	s.cache.cloneCount.Add(1)
-	if err := os.RemoveAll(s.dir); err != nil {
-		return fmt.Errorf("removing the old clone: %w", err)
-	}
-	if err := os.Rename(tmp, s.dir); err != nil {
-		return fmt.Errorf("moving the new clone in place: %w", err)
-	}
-	s.repo, err = s.openRepository()
-	if err != nil {
-		return fmt.Errorf("opening the new clone: %w", err)
+		return err
 	}
 	if err := s.fetchPushBranch(ctx, s.repo); err != nil {
 		return err
 	}
 	return s.checkoutFresh(s.branchTip())
+}
+
+// replaceClone makes a new checkout next to the kept clone, lets fetch
+// fill it, and moves it in place of the kept clone, opened as s.repo. A
+// clone that is missing or uses an old store is made in the repository's
+// newest store, so that it fetches only what the other clones did not;
+// one that is damaged or whose branch was rewritten (why) is made in a new
+// store, as is one whose making failed in the newest store for another
+// reason than the remote.
+func (s *Session) replaceClone(ctx context.Context, why error, fetch func(*git.Repository) error) error {
+	fresh := !errors.Is(why, git.ErrRepositoryNotExists) && !errors.Is(why, errStaleClone)
+	err := s.cloneInto(ctx, fresh, fetch)
+	if err != nil && !fresh && !isRemoteError(err) && !errors.Is(err, ErrInvalidRef) && ctx.Err() == nil {
+		err = s.cloneInto(ctx, true, fetch)
+	}
+	return err
+}
+
+// cloneInto is replaceClone in the newest object store, or a new one.
+func (s *Session) cloneInto(ctx context.Context, fresh bool, fetch func(*git.Repository) error) error {
+	s.indexAt = indexRecord{}
+	store, made, err := s.cache.pinStore(s.clone.repository, fresh)
+	if err != nil {
+		return err
+	}
+	s.pinned = append(s.pinned, store)
+	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+tempSuffix)
+	if err != nil {
+		err = fmt.Errorf("creating clone directory: %w", err)
+	} else {
+		err = initCheckout(tmp, store)
+	}
+	var repo *git.Repository
+	if err == nil {
+		repo, err = s.openAt(tmp, store)
+	}
+	if err == nil {
+		err = fetch(repo)
+	}
+	if err != nil {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+		if made {
+			s.cache.discardStore(s.clone.repository, store)
+		}
+		return err
+	}
+	s.cache.cloneCount.Add(1)
+	if err := s.cache.remove(s.dir); err != nil {
+		return fmt.Errorf("removing the old clone: %w", err)
+	}
+	if err := os.Rename(tmp, s.dir); err != nil {
+		return fmt.Errorf("moving the new clone in place: %w", err)
+	}
+	s.cache.mu.Lock()
+	s.clone.store = store
+	s.cache.mu.Unlock()
+	s.store = store
+	s.repo, err = s.openRepository()
+	if err != nil {
+		return fmt.Errorf("opening the new clone: %w", err)
+	}
+	return nil
 }
 
 // checkoutFresh writes the files of commit into the empty working tree of a
@@ -279,11 +415,16 @@ func (s *Session) checkoutFresh(commit plumbing.Hash) error {
 	return nil
 }
 
-// openRepository opens the repository of the kept clone. Its pack files
+// openRepository opens the repository of the kept clone.
+func (s *Session) openRepository() (*git.Repository, error) {
+	return s.openAt(s.dir, s.store)
+}
+
+// openAt opens the checkout dir of the object store st. Its pack files
 // stay open until Close, where git.PlainOpen would open a pack file again
 // for each object read: a commit, a push or a checkout reads thousands.
-func (s *Session) openRepository() (*git.Repository, error) {
-	wt := osfs.New(s.dir)
+func (s *Session) openAt(dir string, st *objectStore) (*git.Repository, error) {
+	wt := osfs.New(dir)
 	if _, err := wt.Stat(git.GitDirName); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, git.ErrRepositoryNotExists
@@ -294,15 +435,17 @@ func (s *Session) openRepository() (*git.Repository, error) {
 	if err != nil {
 		return nil, err
 	}
-	storage := filesystem.NewStorageWithOptions(dot, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	gitDir := dotgit.NewRepositoryFilesystem(dot, osfs.New(st.dir))
+	storage := filesystem.NewStorageWithOptions(gitDir, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
 	s.storages = append(s.storages, storage)
 	return git.Open(storage, wt)
 }
 
 // openClone opens the kept clone and checks that it is sound enough to
-// fetch into: HEAD, the index and the fetched branch tip with its tree.
+// fetch into: it uses the repository's newest object store, and HEAD, the
+// index and the fetched branch tip with its tree are there.
 func (s *Session) openClone() (*git.Repository, error) {
-	repo, err := s.openRepository()
+	repo, err := s.openCurrent()
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +455,7 @@ func (s *Session) openClone() (*git.Repository, error) {
 	if _, err := repo.Storer.Index(); err != nil {
 		return nil, fmt.Errorf("reading the index: %w", err)
 	}
-	ref, err := repo.Reference(trackingRef(s.branch), true)
+	ref, err := repo.Reference(s.trackingRef(s.branch), true)
 	if err != nil {
 		return nil, fmt.Errorf("reading the fetched branch: %w", err)
 	}
@@ -326,30 +469,42 @@ func (s *Session) openClone() (*git.Repository, error) {
 	return repo, nil
 }
 
+// openCurrent opens the kept clone, failing with errStaleClone when it
+// does not use the repository's newest object store.
+func (s *Session) openCurrent() (*git.Repository, error) {
+	s.cache.mu.Lock()
+	current := s.clone.repository.current()
+	s.cache.mu.Unlock()
+	if s.store == nil || s.store != current {
+		return nil, errStaleClone
+	}
+	return s.openRepository()
+}
+
 // fetch fetches the branch (and the push branch) into repo and fails with
 // errHistoryRewritten when the branch's new tip does not descend from the
 // one fetched before.
 func (s *Session) fetch(ctx context.Context, repo *git.Repository) error {
-	before, err := repo.Reference(trackingRef(s.branch), true)
+	before, err := repo.Reference(s.trackingRef(s.branch), true)
 	if err != nil {
 		return fmt.Errorf("reading the fetched branch: %w", err)
 	}
-	specs := []config.RefSpec{trackingSpec(s.branch)}
+	specs := []config.RefSpec{s.trackingSpec(s.branch)}
 	if s.pushBranch != s.branch {
-		specs = append(specs, trackingSpec(s.pushBranch))
+		specs = append(specs, s.trackingSpec(s.pushBranch))
 	}
 	err = s.fetchSpecs(ctx, repo, specs)
 	if errors.Is(err, ErrRefNotFound) && len(specs) > 1 {
 		// The push branch may not exist yet: fetch the branch alone.
 		err = s.fetchSpecs(ctx, repo, specs[:1])
 		if err == nil {
-			err = removeRef(repo, trackingRef(s.pushBranch))
+			err = removeRef(repo, s.trackingRef(s.pushBranch))
 		}
 	}
 	if err != nil {
 		return err
 	}
-	after, err := repo.Reference(trackingRef(s.branch), true)
+	after, err := repo.Reference(s.trackingRef(s.branch), true)
 	if err != nil {
 		return fmt.Errorf("reading the fetched branch: %w", err)
 	}
@@ -381,7 +536,7 @@ func (s *Session) fetch(ctx context.Context, repo *git.Repository) error {
 // from the branch and exists on the remote.
 func (s *Session) fetchPushBranch(ctx context.Context, repo *git.Repository) error {
 	if s.pushBranch != s.branch {
-		err := s.fetchSpecs(ctx, repo, []config.RefSpec{trackingSpec(s.pushBranch)})
+		err := s.fetchSpecs(ctx, repo, []config.RefSpec{s.trackingSpec(s.pushBranch)})
 		if err != nil && !errors.Is(err, ErrRefNotFound) {
 			return err
 		}
@@ -390,12 +545,11 @@ func (s *Session) fetchPushBranch(ctx context.Context, repo *git.Repository) err
 }
 
 func (s *Session) fetchSpecs(ctx context.Context, repo *git.Repository, specs []config.RefSpec) error {
-	err := repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   specs,
-		Auth:       s.remote.auth,
-		CABundle:   s.remote.caBundle,
-		Tags:       git.NoTags,
+	err := s.origin(repo).FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: specs,
+		Auth:     s.remote.auth,
+		CABundle: s.remote.caBundle,
+		Tags:     git.NoTags,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return classify(err)
@@ -409,7 +563,7 @@ func (s *Session) readPushTip(repo *git.Repository) error {
 	if s.pushBranch == s.branch {
 		return nil
 	}
-	ref, err := repo.Reference(trackingRef(s.pushBranch), true)
+	ref, err := repo.Reference(s.trackingRef(s.pushBranch), true)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
 		return nil
@@ -430,7 +584,7 @@ func (s *Session) checkout() error {
 // branchTip returns the fetched tip of the branch; sync has checked that it
 // exists.
 func (s *Session) branchTip() plumbing.Hash {
-	ref, err := s.repo.Reference(trackingRef(s.branch), true)
+	ref, err := s.repo.Reference(s.trackingRef(s.branch), true)
 	if err != nil {
 		return plumbing.ZeroHash
 	}
@@ -501,12 +655,21 @@ func (s *Session) hardReset(w *git.Worktree, commit plumbing.Hash) error {
 	return nil
 }
 
-func trackingRef(branch string) plumbing.ReferenceName {
-	return plumbing.NewRemoteReferenceName(remoteName, branch)
+// origin returns the remote of the session's repository, which is in no
+// configuration: the object store's configuration is shared by the
+// checkouts, and the remote's fetched refs are in refspecs.
+func (s *Session) origin(repo *git.Repository) *git.Remote {
+	return git.NewRemote(repo.Storer, &config.RemoteConfig{Name: s.clone.name, URLs: []string{s.remote.URL}})
 }
 
-func trackingSpec(branch string) config.RefSpec {
-	return config.RefSpec(fmt.Sprintf("+%s:%s", plumbing.NewBranchReferenceName(branch), trackingRef(branch)))
+// trackingRef returns the ref branch is fetched into: one of the refs of
+// the kept clone in its object store.
+func (s *Session) trackingRef(branch string) plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName(s.clone.name, branch)
+}
+
+func (s *Session) trackingSpec(branch string) config.RefSpec {
+	return fetchSpec(plumbing.NewBranchReferenceName(branch), s.trackingRef(branch))
 }
 
 func removeRef(repo *git.Repository, name plumbing.ReferenceName) error {

@@ -14,27 +14,29 @@ import (
 )
 
 func TestCorruptedCloneIsReplaced(t *testing.T) {
-	for name, damage := range map[string]func(g *WithT, gitDir string){
-		"objects damaged": func(g *WithT, gitDir string) {
-			packs, err := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.pack"))
+	// gitDir is the .git of the kept clone, with HEAD and the index; store
+	// is its object store, with objects and refs.
+	for name, damage := range map[string]func(g *WithT, gitDir, store string){
+		"objects damaged": func(g *WithT, _, store string) {
+			packs, err := filepath.Glob(filepath.Join(store, "objects", "pack", "*.pack"))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(packs).NotTo(BeEmpty())
 			for _, p := range packs {
 				g.Expect(os.WriteFile(p, []byte("garbage"), 0o644)).To(Succeed())
 			}
 		},
-		"objects removed": func(g *WithT, gitDir string) {
-			g.Expect(os.RemoveAll(filepath.Join(gitDir, "objects"))).To(Succeed())
-			g.Expect(os.Mkdir(filepath.Join(gitDir, "objects"), 0o755)).To(Succeed())
+		"objects removed": func(g *WithT, _, store string) {
+			g.Expect(os.RemoveAll(filepath.Join(store, "objects"))).To(Succeed())
+			g.Expect(os.Mkdir(filepath.Join(store, "objects"), 0o755)).To(Succeed())
 		},
-		"HEAD missing": func(g *WithT, gitDir string) {
+		"HEAD missing": func(g *WithT, gitDir, _ string) {
 			g.Expect(os.Remove(filepath.Join(gitDir, "HEAD"))).To(Succeed())
 		},
-		"fetched branch missing": func(g *WithT, gitDir string) {
-			g.Expect(os.RemoveAll(filepath.Join(gitDir, "refs", "remotes"))).To(Succeed())
-			g.Expect(os.RemoveAll(filepath.Join(gitDir, "packed-refs"))).To(Succeed())
+		"fetched branch missing": func(g *WithT, _, store string) {
+			g.Expect(os.RemoveAll(filepath.Join(store, "refs", "remotes"))).To(Succeed())
+			g.Expect(os.RemoveAll(filepath.Join(store, "packed-refs"))).To(Succeed())
 		},
-		"index damaged": func(g *WithT, gitDir string) {
+		"index damaged": func(g *WithT, gitDir, _ string) {
 			g.Expect(os.WriteFile(filepath.Join(gitDir, "index"), []byte("DIRC garbage"), 0o644)).To(Succeed())
 		},
 	} {
@@ -48,7 +50,7 @@ func TestCorruptedCloneIsReplaced(t *testing.T) {
 			s.Close()
 			next := srv.CommitFile(t, "fleet", "main", "clusters/prod/app.yaml", "image: ghcr.io/acme/app:2.1.0\n", "Bump app by hand")
 
-			damage(g, filepath.Join(dir, ".git"))
+			damage(g, filepath.Join(dir, ".git"), storeDir(g, dir))
 
 			sha := writeBack(t, cache, remote, "main", "", map[string]string{agentPath: "image: ghcr.io/acme/agent:1.4.2\n"})
 			g.Expect(cache.Stats().Clones).To(Equal(int64(2)))

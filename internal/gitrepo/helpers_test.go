@@ -3,10 +3,12 @@ package gitrepo_test
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -94,6 +96,40 @@ func readFile(g *WithT, dir, path string) string {
 	content, err := os.ReadFile(filepath.Join(dir, path))
 	g.Expect(err).NotTo(HaveOccurred())
 	return string(content)
+}
+
+// storeDir returns the object store of the kept clone at dir, which its
+// .git/commondir names.
+func storeDir(g *WithT, dir string) string {
+	common, err := os.ReadFile(filepath.Join(dir, ".git", "commondir"))
+	g.Expect(err).NotTo(HaveOccurred())
+	return filepath.Join(dir, ".git", strings.TrimSpace(string(common)))
+}
+
+// diskUsage returns the bytes the files under dir take on disk, as du
+// counts them, and how many entries dir holds directly.
+func diskUsage(t testing.TB, dir string) (bytes int64, entries int) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if path != dir {
+			bytes += info.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+		if filepath.Dir(path) == dir {
+			entries++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("measuring %s: %v", dir, err)
+	}
+	return bytes, entries
 }
 
 // runGit runs the git CLI in dir, isolated from the user's configuration,

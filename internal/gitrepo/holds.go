@@ -76,21 +76,26 @@ func ParseUpdateTrailers(message string) []Update {
 	return updates
 }
 
-// Holds walks the history of branch in repo (its fetched tip, or the local
-// branch when it was not fetched), newest first and bounded by opts, for
+// Holds walks the history of branch in repo (its tip fetched from the
+// remote origin, or the local branch when it was not fetched), newest first and bounded by opts, for
 // commits in git's revert form (`This reverts commit <sha>.`). Each revert
 // that is not itself reverted holds every update its target commit lists in
 // Uprev-Update trailers; a revert of a revert ends the first one's holds. A
 // version reverted more than once is held once, for the newest revert.
 func Holds(repo *git.Repository, branch string, opts HoldOptions) ([]Hold, error) {
-	tip, err := repo.Reference(trackingRef(branch), true)
+	tip, err := repo.Reference(plumbing.NewRemoteReferenceName("origin", branch), true)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		tip, err = repo.Reference(plumbing.NewBranchReferenceName(branch), true)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resolving branch %q: %w", branch, err)
 	}
-	reverts, err := findReverts(repo, tip.Hash(), opts)
+	return holdsAt(repo, tip.Hash(), branch, opts)
+}
+
+// holdsAt is Holds on the history of tip, the tip of branch.
+func holdsAt(repo *git.Repository, tip plumbing.Hash, branch string, opts HoldOptions) ([]Hold, error) {
+	reverts, err := findReverts(repo, tip, opts)
 	if err != nil {
 		return nil, fmt.Errorf("walking the history of branch %q: %w", branch, err)
 	}
@@ -143,11 +148,11 @@ func Holds(repo *git.Repository, branch string, opts HoldOptions) ([]Hold, error
 // the function Holds. A version held on both is listed once, for the
 // branch.
 func (s *Session) Holds(opts HoldOptions) ([]Hold, error) {
-	holds, err := Holds(s.repo, s.branch, opts)
+	holds, err := holdsAt(s.repo, s.branchTip(), s.branch, opts)
 	if err != nil || s.pushBranch == s.branch || s.pushTip.IsZero() {
 		return holds, err
 	}
-	pushHolds, err := Holds(s.repo, s.pushBranch, opts)
+	pushHolds, err := holdsAt(s.repo, s.pushTip, s.pushBranch, opts)
 	if err != nil {
 		return nil, fmt.Errorf("reading reverts on branch %q: %w", s.pushBranch, err)
 	}

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -34,25 +33,28 @@ type Ref struct {
 	Commit string
 }
 
-// OpenRevision locks a kept clone of remote, brings it up to date and checks
-// out the revision ref names, and returns the session with the revision as
-// `<branch or tag>@sha1:<commit>`, or `sha1:<commit>` for a commit alone.
-// The session is read-only: WriteBack fails on it.
+// OpenRevision locks a kept clone of remote for owner, brings it up to date
+// and checks out the revision ref names, and returns the session with the
+// revision as `<branch or tag>@sha1:<commit>`, or `sha1:<commit>` for a
+// commit alone. The session is read-only: WriteBack fails on it. Owner
+// claims the clone as OpenOptions.Owner does; empty claims nothing.
 //
-// A branch alone uses the branch's kept clone, as Open does. A tag, a commit
-// and a branch with a commit each have a kept clone of their own, which
-// later uses fetch into incrementally: a tag's clone fetches the tag alone
-// and follows it when it moves; a commit's clone fetches every branch; a
-// branch with a commit fetches the branch and checks that the commit is in
-// its history. A tag or commit that the remote does not have fails with an
-// error wrapping ErrRefNotFound; a ref that cannot name a revision fails
-// with ErrInvalidRef.
-func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref) (*Session, string, error) {
+// A branch alone uses the branch's kept clone, as Open does. Tags, commits
+// and commits of a branch have a kept clone each per repository, which
+// every tag (or commit) reuses, moving its working tree by the difference
+// between the two: the tag clone fetches the tag alone and follows it when
+// it moves; the commit clone fetches every branch; the clone of a branch's
+// commits fetches the branch and checks that the commit is in its history.
+// Users of different tags (or commits) of one repository take turns.
+// A tag or commit that the remote does not have fails with an error
+// wrapping ErrRefNotFound; a ref that cannot name a revision fails with
+// ErrInvalidRef.
+func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref, owner string) (*Session, string, error) {
 	if err := ref.validate(); err != nil {
 		return nil, "", fmt.Errorf("opening Git repository %s: %w", remote.URL, err)
 	}
 	if ref.Commit == "" && ref.Tag == "" {
-		s, err := c.Open(ctx, remote, OpenOptions{Branch: ref.Branch})
+		s, err := c.Open(ctx, remote, OpenOptions{Branch: ref.Branch, Owner: owner})
 		if err != nil {
 			return nil, "", err
 		}
@@ -61,13 +63,11 @@ func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref) (*Ses
 	}
 
 	target := ref.target()
-	kc := c.keptClone(remote.URL, target.key)
-	select {
-	case kc.lock <- struct{}{}:
-	case <-ctx.Done():
-		return nil, "", fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
+	s, err := c.session(ctx, remote, target.clone, owner)
+	if err != nil {
+		return nil, "", err
 	}
-	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, indexAt: kc.indexAt, wroteBack: true}
+	s.wroteBack = true
 	commit, err := s.syncRevision(ctx, target)
 	if err != nil {
 		s.Close()
@@ -106,16 +106,19 @@ func (r Ref) validate() error {
 // revisionTarget is what the kept clone of a tag or commit fetches and how
 // it finds the commit to check out.
 type revisionTarget struct {
-	// key tells the kept clone apart from the others of the URL. It starts
-	// with a NUL, which no branch name holds, so that it never names the
-	// clone of a branch.
-	key string
+	// clone names the kept clone, and the refs it fetches into:
+	// refs/remotes/<clone>/.
+	clone string
 	// name is the ref written before the commit in the revision, if any.
 	name string
 	// what describes the ref in errors.
 	what string
 	// specs are the refspecs fetched.
 	specs []config.RefSpec
+	// only is the one ref specs fetch into, empty when they fetch a
+	// pattern. The kept clone drops the refs an earlier tag or branch
+	// left, so that they do not pile up.
+	only plumbing.ReferenceName
 	// resolve returns the commit to check out from the fetched clone.
 	resolve func(repo *git.Repository) (plumbing.Hash, error)
 }
@@ -125,37 +128,46 @@ func (r Ref) target() revisionTarget {
 	switch {
 	case r.Commit != "" && r.Branch != "":
 		commit := plumbing.NewHash(r.Commit)
+		fetched := plumbing.NewRemoteReferenceName(branchCommit, r.Branch)
 		return revisionTarget{
-			key:   "\x00commit\x00" + commit.String() + "\x00branch\x00" + r.Branch,
+			clone: branchCommit,
 			name:  r.Branch,
 			what:  fmt.Sprintf("commit %s of branch %q", commit, r.Branch),
-			specs: []config.RefSpec{trackingSpec(r.Branch)},
+			specs: []config.RefSpec{fetchSpec(plumbing.NewBranchReferenceName(r.Branch), fetched)},
+			only:  fetched,
 			resolve: func(repo *git.Repository) (plumbing.Hash, error) {
-				return resolveCommitOnBranch(repo, commit, r.Branch)
+				return resolveCommitOnBranch(repo, commit, r.Branch, fetched)
 			},
 		}
 	case r.Commit != "":
 		commit := plumbing.NewHash(r.Commit)
 		return revisionTarget{
-			key:   "\x00commit\x00" + commit.String(),
+			clone: commitCheckout,
 			what:  "commit " + commit.String(),
-			specs: []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/*:%s", trackingRef("*")))},
+			specs: []config.RefSpec{fetchSpec("refs/heads/*", plumbing.NewRemoteReferenceName(commitCheckout, "*"))},
 			resolve: func(repo *git.Repository) (plumbing.Hash, error) {
 				return resolveCommit(repo, commit)
 			},
 		}
 	default:
-		tag := plumbing.NewTagReferenceName(r.Tag)
+		fetched := plumbing.NewRemoteReferenceName(tagCheckout, r.Tag)
 		return revisionTarget{
-			key:   "\x00tag\x00" + r.Tag,
+			clone: tagCheckout,
 			name:  r.Tag,
 			what:  fmt.Sprintf("tag %q", r.Tag),
-			specs: []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", tag, tag))},
+			specs: []config.RefSpec{fetchSpec(plumbing.NewTagReferenceName(r.Tag), fetched)},
+			only:  fetched,
 			resolve: func(repo *git.Repository) (plumbing.Hash, error) {
-				return resolveTag(repo, tag)
+				return resolveTag(repo, fetched, r.Tag)
 			},
 		}
 	}
+}
+
+// fetchSpec returns the refspec that force-fetches the remote's ref src
+// into dst.
+func fetchSpec(src, dst plumbing.ReferenceName) config.RefSpec {
+	return config.RefSpec(fmt.Sprintf("+%s:%s", src, dst))
 }
 
 // syncRevision brings the kept clone of a tag or commit up to date and
@@ -164,7 +176,7 @@ func (r Ref) target() revisionTarget {
 func (s *Session) syncRevision(ctx context.Context, t revisionTarget) (plumbing.Hash, error) {
 	repo, err := s.openRevisionClone()
 	if err == nil {
-		err = s.fetchRevision(ctx, repo, t.specs)
+		err = s.fetchRevision(ctx, repo, t)
 		if err == nil {
 			s.cache.fetchCount.Add(1)
 			s.repo = repo
@@ -179,32 +191,22 @@ func (s *Session) syncRevision(ctx context.Context, t revisionTarget) (plumbing.
 			return plumbing.ZeroHash, err
 		}
 	}
-	return s.recloneRevision(ctx, t)
+	return s.recloneRevision(ctx, t, err)
 }
 
-// recloneRevision fetches the target into a new repository next to the kept
+// recloneRevision fetches the target into a new checkout next to the kept
 // clone and replaces it only when the fetch succeeded, so that a network
-// failure leaves it as it was.
-func (s *Session) recloneRevision(ctx context.Context, t revisionTarget) (plumbing.Hash, error) {
-	s.indexAt = indexRecord{}
-	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+".new-")
+// failure leaves it as it was; why is the reason the kept clone could not
+// be used, as for replaceClone.
+func (s *Session) recloneRevision(ctx context.Context, t revisionTarget, why error) (plumbing.Hash, error) {
+	err := s.replaceClone(ctx, why, func(repo *git.Repository) error {
+		if err := s.fetchRevision(ctx, repo, t); err != nil {
+			return fmt.Errorf("cloning: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("creating clone directory: %w", err)
-	}
-	if err := s.cloneRevision(ctx, tmp, t.specs); err != nil {
-		_ = os.RemoveAll(tmp)
 		return plumbing.ZeroHash, err
-	}
-	s.cache.cloneCount.Add(1)
-	if err := os.RemoveAll(s.dir); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("removing the old clone: %w", err)
-	}
-	if err := os.Rename(tmp, s.dir); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("moving the new clone in place: %w", err)
-	}
-	s.repo, err = s.openRepository()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("opening the new clone: %w", err)
 	}
 	// A commit missing from what was fetched leaves the clone in place, for
 	// the next use to fetch into.
@@ -215,68 +217,83 @@ func (s *Session) recloneRevision(ctx context.Context, t revisionTarget) (plumbi
 	return commit, s.checkoutFresh(commit)
 }
 
-// cloneRevision creates a repository in dir with the remote and fetches
-// specs into it.
-func (s *Session) cloneRevision(ctx context.Context, dir string, specs []config.RefSpec) error {
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		return fmt.Errorf("creating the clone: %w", err)
-	}
-	_, err = repo.CreateRemote(&config.RemoteConfig{Name: remoteName, URLs: []string{s.remote.URL}, Fetch: specs})
-	if err != nil {
-		return fmt.Errorf("creating the clone's remote: %w", err)
-	}
-	if err := s.fetchRevision(ctx, repo, specs); err != nil {
-		return fmt.Errorf("cloning: %w", err)
-	}
-	return nil
-}
-
-// fetchRevision fetches specs into repo, force-updating the refs they name
-// (a moved tag, a rewritten branch) and removing those the remote no longer
-// has.
-func (s *Session) fetchRevision(ctx context.Context, repo *git.Repository, specs []config.RefSpec) error {
-	err := repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   specs,
-		Auth:       s.remote.auth,
-		CABundle:   s.remote.caBundle,
-		Tags:       git.NoTags,
-		Prune:      true,
+// fetchRevision fetches the target's specs into repo, force-updating the
+// refs they name (a moved tag, a rewritten branch) and removing those the
+// remote no longer has, and then the refs of the kept clone the target
+// does not fetch.
+func (s *Session) fetchRevision(ctx context.Context, repo *git.Repository, t revisionTarget) error {
+	err := s.origin(repo).FetchContext(ctx, &git.FetchOptions{
+		RefSpecs: t.specs,
+		Auth:     s.remote.auth,
+		CABundle: s.remote.caBundle,
+		Tags:     git.NoTags,
+		Prune:    true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return classify(err)
 	}
+	if t.only == "" {
+		return nil
+	}
+	refs, err := s.fetchedRefs(repo)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		if ref.Name() != t.only {
+			if err := removeRef(repo, ref.Name()); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
+// fetchedRefs returns the refs the kept clone fetched into its object
+// store.
+func (s *Session) fetchedRefs(repo *git.Repository) ([]*plumbing.Reference, error) {
+	iter, err := repo.Storer.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("listing the fetched refs: %w", err)
+	}
+	prefix := plumbing.NewRemoteReferenceName(s.clone.name, "").String()
+	var refs []*plumbing.Reference
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if strings.HasPrefix(ref.Name().String(), prefix) {
+			refs = append(refs, ref)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the fetched refs: %w", err)
+	}
+	return refs, nil
+}
+
 // openRevisionClone opens the kept clone of a tag or commit and
-// checks that it is sound enough to fetch into: the index, every fetched
-// ref's object, and the commit and tree checked out, if any. A clone whose
-// first use found no commit to check out has no HEAD yet.
+// checks that it is sound enough to fetch into: it uses the repository's
+// newest object store, and the index, every ref it fetched, and the commit
+// and tree checked out, if any, are there. A clone whose first use found
+// no commit to check out has no HEAD yet.
 func (s *Session) openRevisionClone() (*git.Repository, error) {
-	repo, err := s.openRepository()
+	repo, err := s.openCurrent()
 	if err != nil {
 		return nil, err
 	}
 	if _, err := repo.Storer.Index(); err != nil {
 		return nil, fmt.Errorf("reading the index: %w", err)
 	}
-	refs, err := repo.Storer.IterReferences()
-	if err != nil {
-		return nil, fmt.Errorf("listing the fetched refs: %w", err)
-	}
-	err = refs.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() != plumbing.HashReference || ref.Name() == plumbing.HEAD {
-			return nil
-		}
-		if _, err := repo.Storer.EncodedObject(plumbing.AnyObject, ref.Hash()); err != nil {
-			return fmt.Errorf("reading %s: %w", ref.Name(), err)
-		}
-		return nil
-	})
+	refs, err := s.fetchedRefs(repo)
 	if err != nil {
 		return nil, err
+	}
+	for _, ref := range refs {
+		if ref.Type() != plumbing.HashReference {
+			continue
+		}
+		if _, err := repo.Storer.EncodedObject(plumbing.AnyObject, ref.Hash()); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", ref.Name(), err)
+		}
 	}
 	head, err := repo.Storer.Reference(plumbing.HEAD)
 	if err != nil || head.Type() != plumbing.HashReference {
@@ -292,10 +309,10 @@ func (s *Session) openRevisionClone() (*git.Repository, error) {
 	return repo, nil
 }
 
-// resolveTag returns the commit the fetched tag points to, peeling
-// annotated tags.
-func resolveTag(repo *git.Repository, tag plumbing.ReferenceName) (plumbing.Hash, error) {
-	ref, err := repo.Reference(tag, true)
+// resolveTag returns the commit the tag, fetched into fetched, points to,
+// peeling annotated tags.
+func resolveTag(repo *git.Repository, fetched plumbing.ReferenceName, tag string) (plumbing.Hash, error) {
+	ref, err := repo.Reference(fetched, true)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("reading the fetched tag: %w", err)
 	}
@@ -307,7 +324,7 @@ func resolveTag(repo *git.Repository, tag plumbing.ReferenceName) (plumbing.Hash
 		}
 		if obj.Type() != plumbing.TagObject {
 			if obj.Type() != plumbing.CommitObject {
-				return plumbing.ZeroHash, fmt.Errorf("%w: %s points to a %s, not a commit", ErrInvalidRef, tag.Short(), obj.Type())
+				return plumbing.ZeroHash, fmt.Errorf("%w: %s points to a %s, not a commit", ErrInvalidRef, tag, obj.Type())
 			}
 			return hash, nil
 		}
@@ -317,7 +334,7 @@ func resolveTag(repo *git.Repository, tag plumbing.ReferenceName) (plumbing.Hash
 		}
 		hash = t.Target
 	}
-	return plumbing.ZeroHash, fmt.Errorf("%w: %s is a chain of more than %d tags", ErrInvalidRef, tag.Short(), maxTagDepth)
+	return plumbing.ZeroHash, fmt.Errorf("%w: %s is a chain of more than %d tags", ErrInvalidRef, tag, maxTagDepth)
 }
 
 // resolveCommit returns commit if the fetched branches brought it in.
@@ -332,10 +349,10 @@ func resolveCommit(repo *git.Repository, commit plumbing.Hash) (plumbing.Hash, e
 	return commit, nil
 }
 
-// resolveCommitOnBranch returns commit if it is in the history of the
-// fetched branch.
-func resolveCommitOnBranch(repo *git.Repository, commit plumbing.Hash, branch string) (plumbing.Hash, error) {
-	ref, err := repo.Reference(trackingRef(branch), true)
+// resolveCommitOnBranch returns commit if it is in the history of branch,
+// fetched into fetched.
+func resolveCommitOnBranch(repo *git.Repository, commit plumbing.Hash, branch string, fetched plumbing.ReferenceName) (plumbing.Hash, error) {
+	ref, err := repo.Reference(fetched, true)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("reading the fetched branch: %w", err)
 	}

@@ -54,7 +54,7 @@ func openRevision(t *testing.T, c *gitrepo.Cache, r *gitrepo.Remote, ref gitrepo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, revision, err := c.OpenRevision(ctx, r, ref)
+	s, revision, err := c.OpenRevision(ctx, r, ref, "")
 	if err != nil {
 		t.Fatalf("opening session at %+v: %v", ref, err)
 	}
@@ -153,6 +153,7 @@ func TestOpenRevisionCommit(t *testing.T) {
 	g.Expect(s.Head()).To(Equal(feature))
 	g.Expect(readFile(g, s.Dir(), "feature.yaml")).To(Equal("a: 1\n"))
 	g.Expect(filepath.Join(s.Dir(), agentPath)).NotTo(BeAnExistingFile())
+	dir := s.Dir()
 	g.Expect(os.WriteFile(filepath.Join(s.Dir(), "stray.yaml"), []byte("x: 1\n"), 0o644)).To(Succeed())
 	g.Expect(os.WriteFile(filepath.Join(s.Dir(), "feature.yaml"), []byte("a: 2\n"), 0o644)).To(Succeed())
 	s.Close()
@@ -163,8 +164,11 @@ func TestOpenRevisionCommit(t *testing.T) {
 	g.Expect(readFile(g, s.Dir(), "feature.yaml")).To(Equal("a: 1\n"))
 	g.Expect(filepath.Join(s.Dir(), "stray.yaml")).NotTo(BeAnExistingFile())
 	g.Expect(cache.Stats()).To(Equal(gitrepo.CacheStats{Clones: 1, Fetches: 1}))
+	s.Close()
 
+	// Another commit moves the same kept clone.
 	s, revision = openRevision(t, cache, repo.remote, gitrepo.Ref{Commit: repo.first})
+	g.Expect(s.Dir()).To(Equal(dir))
 	g.Expect(revision).To(Equal("sha1:" + repo.first))
 	g.Expect(readFile(g, s.Dir(), agentPath)).To(Equal(seedFiles[agentPath]))
 }
@@ -239,7 +243,7 @@ func TestOpenRevisionNotFound(t *testing.T) {
 			}
 			ref := tc.prepare(t, repo)
 
-			s, revision, err := cache.OpenRevision(context.Background(), repo.remote, ref)
+			s, revision, err := cache.OpenRevision(context.Background(), repo.remote, ref, "")
 			g.Expect(err).To(MatchError(gitrepo.ErrRefNotFound))
 			g.Expect(s).To(BeNil())
 			g.Expect(revision).To(BeEmpty())
@@ -254,7 +258,7 @@ func TestOpenRevisionMissingCommitKeepsTheClone(t *testing.T) {
 	ref := gitrepo.Ref{Commit: "0123456789abcdef0123456789abcdef01234567"}
 
 	for range 2 {
-		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref)
+		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref, "")
 		g.Expect(err).To(MatchError(gitrepo.ErrRefNotFound))
 	}
 	g.Expect(cache.Stats()).To(Equal(gitrepo.CacheStats{Clones: 1, Fetches: 1}), "the second use fetches into the first's clone")
@@ -274,7 +278,7 @@ func TestOpenRevisionInvalidRef(t *testing.T) {
 			srv := gitserver.Start(t)
 			remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
 
-			_, _, err := newCache(t).OpenRevision(context.Background(), remote, ref)
+			_, _, err := newCache(t).OpenRevision(context.Background(), remote, ref, "")
 			g.Expect(err).To(MatchError(gitrepo.ErrInvalidRef))
 			g.Expect(srv.Counts()).To(Equal(gitserver.Counts{}), "nothing fetched")
 		})
@@ -332,7 +336,7 @@ func TestOpenRevisionAuthentication(t *testing.T) {
 	cache := newCache(t)
 
 	for _, ref := range []gitrepo.Ref{{Tag: "v1"}, {Commit: repo.first}, {Branch: "main", Commit: repo.first}} {
-		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref)
+		_, _, err := cache.OpenRevision(context.Background(), repo.remote, ref, "")
 		g.Expect(err).To(MatchError(gitrepo.ErrAuthentication), "%+v without credentials", ref)
 	}
 
@@ -352,7 +356,7 @@ func TestDamagedRevisionCloneIsReplaced(t *testing.T) {
 	dir := s.Dir()
 	s.Close()
 
-	objects := filepath.Join(dir, ".git", "objects")
+	objects := filepath.Join(storeDir(g, dir), "objects")
 	g.Expect(os.RemoveAll(objects)).To(Succeed())
 	g.Expect(os.Mkdir(objects, 0o755)).To(Succeed())
 
@@ -371,6 +375,6 @@ func TestOpenRevisionWaitsForContext(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := cache.OpenRevision(ctx, repo.remote, gitrepo.Ref{Tag: "v1"})
+	_, _, err := cache.OpenRevision(ctx, repo.remote, gitrepo.Ref{Tag: "v1"}, "")
 	g.Expect(err).To(MatchError(context.Canceled))
 }

@@ -350,8 +350,8 @@ func blobContent(full string, info fs.FileInfo) ([]byte, error) {
 // push pushes commit to the push branch, without force.
 func (s *Session) push(ctx context.Context, commit plumbing.Hash) error {
 	spec := config.RefSpec(fmt.Sprintf("%s:%s", commit, plumbing.NewBranchReferenceName(s.pushBranch)))
-	err := s.repo.PushContext(ctx, &git.PushOptions{
-		RemoteName: remoteName,
+	err := s.origin(s.repo).PushContext(ctx, &git.PushOptions{
+		RemoteName: s.clone.name,
 		RefSpecs:   []config.RefSpec{spec},
 		Auth:       s.remote.auth,
 		CABundle:   s.remote.caBundle,
