@@ -105,8 +105,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	var clones *gitrepo.Cache
 	if slices.Contains(opts.Controllers, WriteBack) || slices.Contains(opts.Controllers, Apply) {
 		var err error
-		if clones, err = gitrepo.NewCache(filepath.Join(opts.StoragePath, "git")); err != nil {
+		clones, err = gitrepo.NewCacheWithOptions(filepath.Join(opts.StoragePath, "git"), gitrepo.CacheOptions{Log: ctrl.Log.WithName("git-clones")})
+		if err != nil {
 			return err
+		}
+		// The cache sweeps the clones that no live object uses.
+		if err := mgr.Add(clones); err != nil {
+			return fmt.Errorf("adding the clone cache: %w", err)
 		}
 	}
 	var pushes *gitPushEvents

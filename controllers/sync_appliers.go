@@ -13,8 +13,8 @@ import (
 // target's kubeconfig changes and forgotten with its Sync, so the map holds
 // live targets only.
 type targetAppliers struct {
-	mu      sync.Mutex
-	bySync  map[types.NamespacedName]map[string]keptApplier
+	mu     sync.Mutex
+	bySync map[types.NamespacedName]map[string]keptApplier
 }
 
 // keptApplier is an Applier and the kubeconfig it was made from.

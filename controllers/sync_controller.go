@@ -42,7 +42,7 @@ const kubeConfigKey = "value"
 // SyncReconciler applies a Git path onto the targets of each Sync.
 type SyncReconciler struct {
 	reconciler
-	// Clones keeps one clone per repository and branch.
+	// Clones keeps the clones of each repository, sharing one object store.
 	Clones *gitrepo.Cache
 	// LocalConfig reaches the cluster uprev runs in.
 	LocalConfig *rest.Config
@@ -89,14 +89,14 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	s := &uprevv1.Sync{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.appliers.forget(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if added, err := addFinalizer(ctx, r.Client, s); added || err != nil {
+	if err := addFinalizer(ctx, r.Client, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
@@ -181,7 +181,7 @@ func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 		return err
 	}
 	ref := gitrepo.Ref{Branch: spec.Git.Ref.Branch, Tag: spec.Git.Ref.Tag, Commit: spec.Git.Ref.Commit}
-	session, revision, err := r.Clones.OpenRevision(ctx, remote, ref, "Sync/"+run.sync.Namespace+"/"+run.sync.Name)
+	session, revision, err := r.Clones.OpenRevision(ctx, remote, ref, cloneOwner("Sync", client.ObjectKeyFromObject(run.sync)))
 	if err != nil {
 		if errors.Is(err, gitrepo.ErrInvalidRef) {
 			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.ref: %w", err))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -13,32 +14,6 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/apply"
 )
-
-// addFinalizer puts uprev's finalizer on obj before anything else is done,
-// and tells whether it had to: the patch triggers the next reconcile.
-func addFinalizer(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
-	if controllerutil.ContainsFinalizer(obj, uprevv1.Finalizer) {
-		return false, nil
-	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	controllerutil.AddFinalizer(obj, uprevv1.Finalizer)
-	if err := c.Patch(ctx, obj, patch); err != nil {
-		return false, fmt.Errorf("adding finalizer: %w", err)
-	}
-	return true, nil
-}
-
-// removeFinalizer lets the API server delete obj.
-func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	if !controllerutil.RemoveFinalizer(obj, uprevv1.Finalizer) {
-		return nil
-	}
-	if err := c.Patch(ctx, obj, patch); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("removing finalizer: %w", err))
-	}
-	return nil
-}
 
 // reconcileDelete cleans up after a deleted Sync. With prune on and not
 // suspended, every target's inventory is deleted (CRDs and Namespaces only
@@ -48,7 +23,7 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) er
 // Warning event, so an unreachable cluster never blocks deletion forever.
 func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	defer r.appliers.forget(client.ObjectKeyFromObject(s))
+	defer r.forget(client.ObjectKeyFromObject(s))
 	if !controllerutil.ContainsFinalizer(s, uprevv1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -74,6 +49,13 @@ func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (
 			"objects left in place after %s of retries: %s", s.GetTimeout(), err)
 	}
 	return ctrl.Result{}, removeFinalizer(ctx, r.Client, s)
+}
+
+// forget drops what the reconciler keeps for a deleted Sync: its targets'
+// Appliers and its claim on the kept clone.
+func (r *SyncReconciler) forget(key types.NamespacedName) {
+	r.appliers.forget(key)
+	r.Clones.Release(cloneOwner("Sync", key))
 }
 
 // deleteFromTarget deletes what a target's inventory holds, as the Sync's

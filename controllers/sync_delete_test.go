@@ -2,6 +2,11 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +126,64 @@ current-context: gone
 	g.Expect(configMapExists(g, k8s, ns, "settings")).To(BeFalse(), "the reachable target is cleaned up")
 	g.Expect(configMapExists(g, remoteClusters.euC, ns, "settings")).To(BeTrue(), "the unreachable one is given up on")
 	expectEvent(t, ns, s.Name, "DeletionGivenUp", "eu-1")
+}
+
+// cloneDirs lists the repositories the manager's clone cache holds.
+func cloneDirs(g Gomega) []string {
+	entries, err := os.ReadDir(filepath.Join(storagePath, "git"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	return dirs
+}
+
+func TestDeletedSyncsAndAutomationsLeaveNoClone(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	before := cloneDirs(g)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	var syncs []*uprevv1.Sync
+	for i := range 5 {
+		syncs = append(syncs, newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+			s.Name = fmt.Sprintf("fleet-%d", i)
+			s.Spec.Prune = false
+		}))
+	}
+	auto := &uprevv1.UpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: uprevv1.UpdateAutomationSpec{
+			Interval: metav1.Duration{Duration: time.Hour},
+			Git: uprevv1.GitSpec{
+				GitSource: uprevv1.GitSource{URL: url, Ref: uprevv1.GitRef{Branch: "main"}},
+				Commit:    uprevv1.CommitSpec{Author: uprevv1.CommitUser{Name: "uprev", Email: "uprev@example.com"}},
+			},
+		},
+	}
+	g.Expect(k8s.Create(context.Background(), auto)).To(Succeed())
+	for _, s := range syncs {
+		waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(auto), auto)).To(Succeed())
+		g.Expect(auto.Finalizers).To(ContainElement(uprevv1.Finalizer))
+		g.Expect(auto.Status.ObservedGeneration).To(Equal(auto.Generation))
+	}).Should(Succeed())
+	var ours []string
+	for _, dir := range cloneDirs(g) {
+		if !slices.Contains(before, dir) {
+			ours = append(ours, dir)
+		}
+	}
+	g.Expect(ours).To(HaveLen(1), "one directory for the repository, whatever its users")
+
+	for _, s := range syncs {
+		deleteAndWaitGone(t, s)
+	}
+	g.Expect(k8s.Delete(context.Background(), auto)).To(Succeed())
+	g.Eventually(cloneDirs).WithTimeout(time.Minute).ShouldNot(ContainElement(ours[0]), "no clone of a repository no live object uses, within a minute")
 }

@@ -16,8 +16,10 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,8 +39,8 @@ import (
 // Git.
 type UpdateAutomationReconciler struct {
 	reconciler
-	// Clones keeps one clone per repository and branch, shared by all
-	// automations.
+	// Clones keeps the clones of each repository, shared by all
+	// automations and Syncs.
 	Clones *gitrepo.Cache
 	// Scanner reads the release artifacts that ship CRD bundles.
 	Scanner *registry.Scanner
@@ -96,7 +98,17 @@ func policySelector(auto *uprevv1.UpdateAutomation) (labels.Selector, error) {
 func (r *UpdateAutomationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	auto := &uprevv1.UpdateAutomation{}
 	if err := r.Get(ctx, req.NamespacedName, auto); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !auto.DeletionTimestamp.IsZero() {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, removeFinalizer(ctx, r.Client, auto)
+	}
+	if err := addFinalizer(ctx, r.Client, auto); err != nil {
+		return ctrl.Result{}, err
 	}
 	st := statusFields{&auto.Status.ObservedGeneration, &auto.Status.ReconcileRequestStatus}
 	return r.run(ctx, auto, st, auto.Spec.Suspend, func(ctx context.Context) outcome {
@@ -202,11 +214,18 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 	run.session, err = r.Clones.Open(ctx, remote, gitrepo.OpenOptions{
 		Branch:     run.auto.Spec.Git.Ref.Branch,
 		PushBranch: run.auto.PushBranch(),
+		Owner:      cloneOwner("UpdateAutomation", client.ObjectKeyFromObject(run.auto)),
 	})
 	if err != nil {
 		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
 	}
 	return nil
+}
+
+// forget drops what the reconciler keeps for a deleted automation: its
+// claim on the kept clone, which is then removed once no one else uses it.
+func (r *UpdateAutomationReconciler) forget(key types.NamespacedName) {
+	r.Clones.Release(cloneOwner("UpdateAutomation", key))
 }
 
 // readHolds finds the versions people reverted and keeps those still in

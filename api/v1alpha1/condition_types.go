@@ -2,7 +2,7 @@ package v1alpha1
 
 // Finalizer is the finalizer uprev puts on the objects whose deletion it
 // cleans up after: a Sync's applied objects, an automation's kept clone.
-const Finalizer = "finalizers.uprev.dev"
+const Finalizer = "uprev.dev/finalizer"
 
 // Reasons of the Ready, Reconciling and Stalled conditions of uprev's kinds.
 const (

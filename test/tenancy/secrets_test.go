@@ -99,5 +99,5 @@ func TestSecretsStayOutOfLogsStatusAndEvents(t *testing.T) {
 			g.Expect(string(status)).NotTo(ContainSubstring(form), "status and events")
 		}
 	}
-	g.Expect(logs).NotTo(ContainSubstring(base64.StdEncoding.EncodeToString([]byte("reg-user:"+registryPassword))))
+	g.Expect(logs).NotTo(ContainSubstring(base64.StdEncoding.EncodeToString([]byte("reg-user:" + registryPassword))))
 }
