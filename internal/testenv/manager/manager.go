@@ -93,6 +93,17 @@ func (p *Process) Stop() {
 	_ = p.cmd.Wait()
 }
 
+// Kill ends the manager with SIGKILL, as a crash or an OOM kill would:
+// it gets no chance to clean up.
+func (p *Process) Kill() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
 // Logs returns what the manager wrote so far.
 func (p *Process) Logs(t testing.TB) string {
 	t.Helper()
