@@ -6,7 +6,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 CONTROLLER_GEN_VERSION := v0.23.0
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
-.PHONY: all build test bench lint generate manifests demo controlplane
+.PHONY: all build test bench fuzz lint generate manifests demo controlplane
 
 all: build
 
@@ -28,6 +28,27 @@ test: controlplane
 ## bench: the benchmarks whose figures are in docs/benchmarks.md.
 bench: controlplane
 	go test -run '^$$' -bench . -benchmem -benchtime 3x -timeout 60m ./...
+
+## fuzz: every fuzz target for FUZZTIME each, one after another (rates in docs/benchmarks.md).
+FUZZTIME ?= 1m
+# FUZZ_TARGETS is every fuzz target, as <package>:<name>. None needs a
+# control plane. A new target is one more line here, such as
+# ./internal/kubeconfig:FuzzCheckKubeConfig once that package exists.
+FUZZ_TARGETS := \
+	./internal/crds:FuzzExtractArtifact \
+	./internal/crds:FuzzParseDocument \
+	./internal/gitrepo:FuzzParseUpdateTrailers \
+	./internal/policy:FuzzSelectLatest \
+	./internal/update:FuzzParseMarker \
+	./internal/update:FuzzRewrite \
+	./internal/webhook:FuzzParseRegistryPush
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "go test -run '^\$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 ## lint: formatting and vet.
 lint:

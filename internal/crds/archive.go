@@ -42,15 +42,23 @@ func (x *extraction) readLayer(layer v1.Layer, filter entryFilter, image bool) e
 	if err != nil {
 		return fmt.Errorf("reading the digest of a layer: %w", err)
 	}
-	refuse := func(entry string, err error) error {
-		return &ArtifactError{Layer: digest.String(), Path: entry, Err: err}
-	}
 	rc, err := layer.Uncompressed()
 	if err != nil {
 		return fmt.Errorf("opening layer %s: %w", digest, err)
 	}
 	defer rc.Close()
-	stream, err := decompress(rc)
+	return x.readArchive(rc, digest.String(), filter, image)
+}
+
+// readArchive streams r, the tar (or tar+gzip) archive of the layer whose
+// digest is layer, keeping the YAML files that filter puts in the CRD
+// folder. It is readLayer without the image around the bytes, which lets
+// the fuzz test feed it archives directly.
+func (x *extraction) readArchive(r io.Reader, layer string, filter entryFilter, image bool) error {
+	refuse := func(entry string, err error) error {
+		return &ArtifactError{Layer: layer, Path: entry, Err: err}
+	}
+	stream, err := decompress(r)
 	if err != nil {
 		return refuse("", fmt.Errorf("%w: %w", ErrInvalidArchive, err))
 	}
@@ -64,7 +72,7 @@ func (x *extraction) readLayer(layer v1.Layer, filter entryFilter, image bool) e
 		case isArchiveError(err):
 			return refuse(entry, fmt.Errorf("%w: %w", ErrInvalidArchive, err))
 		}
-		return fmt.Errorf("reading layer %s: %w", digest, err)
+		return fmt.Errorf("reading layer %s: %w", layer, err)
 	}
 
 	tr := tar.NewReader(counted)

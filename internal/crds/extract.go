@@ -177,8 +177,12 @@ func (x *extraction) readArtifact(img v1.Image, mediaType string) error {
 	if err != nil {
 		return err
 	}
-	return x.readLayer(layer, func(string, bool) (string, bool, bool) { return "", true, true }, false)
+	return x.readLayer(layer, wholeArchive, false)
 }
+
+// wholeArchive is the entryFilter of an artifact layer: every entry is in
+// the CRD folder, which is the whole archive.
+func wholeArchive(string, bool) (root string, inFolder, keep bool) { return "", true, true }
 
 // layerOfType returns the first layer of img with media type mediaType.
 func layerOfType(img v1.Image, manifest *v1.Manifest, mediaType types.MediaType) (v1.Layer, error) {

@@ -27,6 +27,8 @@ func TestUpdateTrailers(t *testing.T) {
 	g.Expect(gitrepo.ParseUpdateTrailers("Update images\n\nagent: 1.4.1 --> 1.4.2\nX-Uprev-Update: a/b 1 --> 2\n")).To(BeEmpty())
 }
 
+// FuzzParseUpdateTrailers checks that an update trailer whose fields hold
+// no white space reads back as the update it was formatted from.
 func FuzzParseUpdateTrailers(f *testing.F) {
 	f.Add("uprev-system/agent", "1.4.1", "1.4.2")
 	f.Add("a/b", "", "2")

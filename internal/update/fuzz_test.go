@@ -9,6 +9,9 @@ import (
 	"testing"
 )
 
+// FuzzParseMarker checks that any comment either is refused with
+// ErrNoMarker or ErrInvalidMarker, or gives a marker of a known kind that
+// formats back to a marker parsing to the same value.
 func FuzzParseMarker(f *testing.F) {
 	for _, seed := range []string{
 		`# {"$imagepolicy": "flux-system:agent"}`,

@@ -37,21 +37,22 @@ const (
 // the one matching ImageRepository exactly once (counted by a watch). One
 // iteration is the whole bounded run; run with -benchtime=1x.
 func BenchmarkReceiverUnderBadSignatureFlood(b *testing.B) {
+	cp := startControlPlane(b)
 	for range b.N {
-		runFlood(b)
+		runFlood(b, cp)
 	}
 }
 
-func runFlood(b *testing.B) {
+func runFlood(b *testing.B, cp *controlPlane) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := newNamespace(b, token)
-	newImageRepository(b, ns, "agent", "registry.example.com/acme/agent")
-	newImageRepository(b, ns, "app", "registry.example.com/acme/app")
-	waitCached(b, ns)
+	ns := cp.newNamespace(b, token)
+	cp.newImageRepository(b, ns, "agent", "registry.example.com/acme/agent")
+	cp.newImageRepository(b, ns, "app", "registry.example.com/acme/app")
+	waitCached(b, cp, ns)
 
 	// Count the changes of the annotation the receiver sets.
-	w, err := direct.Watch(ctx, &imagev1.ImageRepositoryList{}, client.InNamespace(ns))
+	w, err := cp.direct.Watch(ctx, &imagev1.ImageRepositoryList{}, client.InNamespace(ns))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func runFlood(b *testing.B) {
 		}
 	}()
 
-	srv := httptest.NewServer(newReceiver().Handler())
+	srv := httptest.NewServer(cp.newReceiver().Handler())
 	defer srv.Close()
 	transport := &http.Transport{MaxIdleConnsPerHost: floodWorkers * 2}
 	defer transport.CloseIdleConnections()
@@ -187,13 +188,13 @@ func runFlood(b *testing.B) {
 
 // waitCached waits until the manager's cache holds the namespace's Secret
 // and both ImageRepositories.
-func waitCached(b *testing.B, ns string) {
+func waitCached(b *testing.B, cp *controlPlane, ns string) {
 	b.Helper()
 	NewWithT(b).Eventually(func(g Gomega) {
 		var list imagev1.ImageRepositoryList
-		g.Expect(cached.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(cp.cached.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(2))
-		g.Expect(cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
+		g.Expect(cp.cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 

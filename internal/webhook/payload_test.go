@@ -174,6 +174,9 @@ func TestNormaliseGitURL(t *testing.T) {
 	}
 }
 
+// FuzzParseRegistryPush feeds arbitrary bodies to the registry payload
+// parser: it must never panic, and every push it accepts names a
+// repository. It needs no control plane, so fuzz workers start none.
 func FuzzParseRegistryPush(f *testing.F) {
 	f.Add([]byte(`{"events":[{"action":"push","target":{"repository":"acme/agent","tag":"1"},"request":{"host":"r.example.com"}}]}`))
 	f.Add([]byte(`{"push_data":{"tag":"1"},"repository":{"repo_name":"acme/agent"}}`))

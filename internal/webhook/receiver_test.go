@@ -52,27 +52,28 @@ func post(t testing.TB, c *http.Client, url string, body []byte, headers map[str
 
 func TestRegistryNotificationTriggersMatchingRepository(t *testing.T) {
 	g := NewWithT(t)
-	ns := newNamespace(t, token)
-	other := newNamespace(t, token)
-	newImageRepository(t, ns, "agent", "registry.example.com/acme/agent")
-	newImageRepository(t, ns, "app", "registry.example.com/acme/app")
-	newImageRepository(t, ns, "agent-mirror", "mirror.example.com/acme/agent")
-	newImageRepository(t, other, "agent", "registry.example.com/acme/agent")
+	cp := startControlPlane(t)
+	ns := cp.newNamespace(t, token)
+	other := cp.newNamespace(t, token)
+	cp.newImageRepository(t, ns, "agent", "registry.example.com/acme/agent")
+	cp.newImageRepository(t, ns, "app", "registry.example.com/acme/app")
+	cp.newImageRepository(t, ns, "agent-mirror", "mirror.example.com/acme/agent")
+	cp.newImageRepository(t, other, "agent", "registry.example.com/acme/agent")
 	g.Eventually(func(g Gomega) {
 		var list imagev1.ImageRepositoryList
-		g.Expect(cached.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(cp.cached.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 		g.Expect(list.Items).To(HaveLen(3))
-		g.Expect(cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
+		g.Expect(cp.cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
 	}).Should(Succeed())
 
-	srv := httptest.NewServer(newReceiver().Handler())
+	srv := httptest.NewServer(cp.newReceiver().Handler())
 	defer srv.Close()
 	url := srv.URL + "/hooks/registry/" + ns
 	body := pushNotification("registry.example.com", "acme/agent", "1.4.2")
 	untouched := func() {
 		t.Helper()
 		for _, key := range []client.ObjectKey{{Namespace: ns, Name: "agent"}, {Namespace: ns, Name: "app"}, {Namespace: ns, Name: "agent-mirror"}, {Namespace: other, Name: "agent"}} {
-			g.Expect(requestedAt(t, &imagev1.ImageRepository{}, key.Namespace, key.Name)).To(BeEmpty(), "%s", key)
+			g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, key.Namespace, key.Name)).To(BeEmpty(), "%s", key)
 		}
 	}
 
@@ -90,32 +91,33 @@ func TestRegistryNotificationTriggersMatchingRepository(t *testing.T) {
 	var triggered webhook.Triggered
 	g.Expect(json.Unmarshal([]byte(resp), &triggered)).To(Succeed())
 	g.Expect(triggered.Objects).To(Equal([]string{"ImageRepository/" + ns + "/agent"}))
-	first := requestedAt(t, &imagev1.ImageRepository{}, ns, "agent")
+	first := cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "agent")
 	g.Expect(time.Parse(time.RFC3339Nano, first)).NotTo(BeZero())
-	g.Expect(requestedAt(t, &imagev1.ImageRepository{}, ns, "app")).To(BeEmpty())
-	g.Expect(requestedAt(t, &imagev1.ImageRepository{}, ns, "agent-mirror")).To(BeEmpty())
-	g.Expect(requestedAt(t, &imagev1.ImageRepository{}, other, "agent")).To(BeEmpty())
+	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "app")).To(BeEmpty())
+	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "agent-mirror")).To(BeEmpty())
+	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, other, "agent")).To(BeEmpty())
 
 	// Docker Hub cannot sign: the path key authenticates it.
 	hub := []byte(`{"push_data":{"tag":"2.0.0"},"repository":{"repo_name":"acme/app"}}`)
-	newImageRepository(t, ns, "hub", "docker.io/acme/app")
+	cp.newImageRepository(t, ns, "hub", "docker.io/acme/app")
 	g.Eventually(func() error {
-		return cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hub"}, &imagev1.ImageRepository{})
+		return cp.cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "hub"}, &imagev1.ImageRepository{})
 	}).Should(Succeed())
 	code, resp = post(t, srv.Client(), url+"/"+webhook.PathKey([]byte(token), "registry", ns), hub, nil)
 	g.Expect(code).To(Equal(http.StatusAccepted), resp)
 	g.Expect(resp).To(ContainSubstring(`"ImageRepository/` + ns + `/hub"`))
-	g.Expect(requestedAt(t, &imagev1.ImageRepository{}, ns, "app")).To(BeEmpty())
+	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "app")).To(BeEmpty())
 }
 
 func TestReceiverRejects(t *testing.T) {
-	ns := newNamespace(t, token)
-	noSecret := newNamespace(t, "")
+	cp := startControlPlane(t)
+	ns := cp.newNamespace(t, token)
+	noSecret := cp.newNamespace(t, "")
 	g := NewWithT(t)
 	g.Eventually(func() error {
-		return cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})
+		return cp.cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})
 	}).Should(Succeed())
-	srv := httptest.NewServer(newReceiver().Handler())
+	srv := httptest.NewServer(cp.newReceiver().Handler())
 	defer srv.Close()
 	good := pushNotification("registry.example.com", "acme/agent", "1")
 	sign := func(b []byte) map[string]string {
@@ -167,8 +169,9 @@ func TestReceiverRejects(t *testing.T) {
 
 func TestGitPushTriggersSyncsAndAutomations(t *testing.T) {
 	g := NewWithT(t)
+	cp := startControlPlane(t)
 	ctx := context.Background()
-	ns := newNamespace(t, token)
+	ns := cp.newNamespace(t, token)
 	sync := func(name, url string, ref uprevv1.GitRef) {
 		s := &uprevv1.Sync{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -179,7 +182,7 @@ func TestGitPushTriggersSyncsAndAutomations(t *testing.T) {
 				Targets:  []uprevv1.Target{{Name: "local"}},
 			},
 		}
-		g.Expect(direct.Create(ctx, s)).To(Succeed())
+		g.Expect(cp.direct.Create(ctx, s)).To(Succeed())
 	}
 	sync("prod", "https://git.example.com/platform/fleet.git", uprevv1.GitRef{Branch: "main"})
 	sync("staging", "ssh://git@git.example.com:2222/platform/fleet", uprevv1.GitRef{Branch: "staging"})
@@ -195,16 +198,16 @@ func TestGitPushTriggersSyncsAndAutomations(t *testing.T) {
 			},
 		},
 	}
-	g.Expect(direct.Create(ctx, auto)).To(Succeed())
+	g.Expect(cp.direct.Create(ctx, auto)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		var syncs uprevv1.SyncList
-		g.Expect(cached.List(ctx, &syncs, client.InNamespace(ns))).To(Succeed())
+		g.Expect(cp.cached.List(ctx, &syncs, client.InNamespace(ns))).To(Succeed())
 		g.Expect(syncs.Items).To(HaveLen(4))
-		g.Expect(cached.Get(ctx, client.ObjectKeyFromObject(auto), &uprevv1.UpdateAutomation{})).To(Succeed())
-		g.Expect(cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
+		g.Expect(cp.cached.Get(ctx, client.ObjectKeyFromObject(auto), &uprevv1.UpdateAutomation{})).To(Succeed())
+		g.Expect(cp.cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
 	}).Should(Succeed())
 
-	srv := httptest.NewServer(newReceiver().Handler())
+	srv := httptest.NewServer(cp.newReceiver().Handler())
 	defer srv.Close()
 	body := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"platform/fleet","clone_url":"https://git.example.com/platform/fleet.git","ssh_url":"git@git.example.com:platform/fleet.git"}}`)
 	code, resp := post(t, srv.Client(), srv.URL+"/hooks/git/"+ns, body, map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": webhook.Sign([]byte(token), body)})
@@ -212,9 +215,9 @@ func TestGitPushTriggersSyncsAndAutomations(t *testing.T) {
 	var triggered webhook.Triggered
 	g.Expect(json.Unmarshal([]byte(resp), &triggered)).To(Succeed())
 	g.Expect(triggered.Objects).To(ConsistOf("Sync/"+ns+"/prod", "UpdateAutomation/"+ns+"/fleet"))
-	g.Expect(requestedAt(t, &uprevv1.Sync{}, ns, "prod")).NotTo(BeEmpty())
-	g.Expect(requestedAt(t, &uprevv1.UpdateAutomation{}, ns, "fleet")).NotTo(BeEmpty())
+	g.Expect(cp.requestedAt(t, &uprevv1.Sync{}, ns, "prod")).NotTo(BeEmpty())
+	g.Expect(cp.requestedAt(t, &uprevv1.UpdateAutomation{}, ns, "fleet")).NotTo(BeEmpty())
 	for _, name := range []string{"staging", "pinned", "apps"} {
-		g.Expect(requestedAt(t, &uprevv1.Sync{}, ns, name)).To(BeEmpty(), name)
+		g.Expect(cp.requestedAt(t, &uprevv1.Sync{}, ns, name)).To(BeEmpty(), name)
 	}
 }
