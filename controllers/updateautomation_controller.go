@@ -324,7 +324,7 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 	before := auto.Status.RefusedDowngrades
 	auto.Status.RefusedDowngrades = nil
 	for _, refusal := range run.result.Refused {
-		if !strings.HasPrefix(refusal.Reason, "downgrade") {
+		if !strings.HasPrefix(refusal.Reason.Error(), "downgrade") {
 			continue
 		}
 		c := refusal.Change

@@ -127,7 +127,7 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 	}
 	for _, r := range res.Refused {
 		reason := ReasonDowngrade
-		if strings.HasPrefix(r.Reason, ReasonHeld) {
+		if strings.HasPrefix(r.Reason.Error(), ReasonHeld) {
 			reason = ReasonHeld
 		}
 		p.Refused = appendEntry(p.Refused, entryOf(r.Change, reason))
@@ -178,24 +178,24 @@ func HoldsInForce(holds []gitrepo.Hold, refs map[update.PolicyKey]update.Ref) []
 // The UpdateAutomation controller uses the same guard, so a plan shows
 // what a run would do.
 func Guard(holds []gitrepo.Hold, policies map[update.PolicyKey]Policy, allowDowngrade bool) update.Guard {
-	return func(c update.Change) (bool, string) {
+	return func(c update.Change) error {
 		for _, h := range holds {
 			if parseKey(h.Policy) == c.Policy && holdsRef(h, c.Latest) {
-				return false, fmt.Sprintf("held: %s was reverted in %s", h.Version, shortSHA(h.RevertedIn))
+				return fmt.Errorf("held: %s was reverted in %s", h.Version, shortSHA(h.RevertedIn))
 			}
 		}
 		if allowDowngrade || c.Old.Tag == "" || c.Old.Tag == c.New.Tag {
-			return true, ""
+			return nil
 		}
 		o := policies[c.Policy].Ordering
 		if o == nil {
-			return true, ""
+			return nil
 		}
 		order, err := policy.Compare(o.Policy, o.FilterTags, c.Old.Tag, c.New.Tag)
 		if err == nil && order > 0 {
-			return false, fmt.Sprintf("downgrade from %s to %s refused", c.Old.Tag, c.New.Tag)
+			return fmt.Errorf("downgrade from %s to %s refused", c.Old.Tag, c.New.Tag)
 		}
-		return true, ""
+		return nil
 	}
 }
 
