@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/plan"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -86,7 +87,7 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 		return nil, err
 	}
 	var (
-		policies map[update.PolicyKey]plan.Policy
+		policies map[update.PolicyKey]guard.Policy
 		err      error
 	)
 	if o.refs != "" {
@@ -97,7 +98,7 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 	if err != nil {
 		return nil, err
 	}
-	holds, _, err := plan.ReadHolds(o.checkout, o.branch)
+	holds, _, err := plan.ReadHolds(o.checkout, o.branch, "")
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +106,11 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 		Root:             o.checkout,
 		Path:             o.path,
 		DefaultNamespace: o.namespace,
-		Policies:         policies,
-		Holds:            holds,
-		AllowDowngrade:   o.allowDowngrade,
+		Input: guard.Input{
+			Policies:       policies,
+			Holds:          holds,
+			AllowDowngrade: o.allowDowngrade,
+		},
 	})
 }
 
@@ -126,7 +129,7 @@ func (o planOptions) validate() error {
 
 // clusterPolicies reads the ImagePolicies of the cluster o.kubeconfig
 // reaches; those not ready are named on stderr.
-func clusterPolicies(ctx context.Context, o planOptions, stderr io.Writer) (map[update.PolicyKey]plan.Policy, error) {
+func clusterPolicies(ctx context.Context, o planOptions, stderr io.Writer) (map[update.PolicyKey]guard.Policy, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig},
 		&clientcmd.ConfigOverrides{CurrentContext: o.kubeContext},

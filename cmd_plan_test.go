@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/uprev-dev/uprev/controllers"
-	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
@@ -34,7 +34,7 @@ func planFleet(t *testing.T) (dir, revert string) {
 	}
 	gitserver.RunGit(t, dir, "init", "-q", "-b", "main")
 	planCommit(t, dir, "Add fleet", files)
-	planCommit(t, dir, "Update agent\n\n"+gitrepo.FormatUpdateTrailer(gitrepo.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
+	planCommit(t, dir, "Update agent\n\n"+guard.FormatUpdateTrailer(guard.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
 		map[string]string{"clusters/prod/agent.yaml": "image: ghcr.io/acme/agent:1.4.2 # {\"$imagepolicy\": \"fleet:agent\"}\n"})
 	gitserver.RunGit(t, dir, "revert", "--no-edit", "HEAD")
 	return dir, gitserver.RunGit(t, dir, "rev-parse", "HEAD")
