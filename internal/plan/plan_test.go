@@ -224,6 +224,36 @@ func TestReadHolds(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(holds).To(Equal([]guard.Hold{{Policy: "fleet/agent", Version: "1.4.2", RevertedIn: revert}}))
 	})
+	t.Run("a revert on the push branch, local or origin's", func(t *testing.T) {
+		g := NewWithT(t)
+		upstream, _ := newFleet(t)
+		git(t, upstream, "reset", "-q", "--hard", "HEAD~1") // the revert is not on main
+		git(t, upstream, "checkout", "-q", "-b", "uprev/review")
+		git(t, upstream, "revert", "--no-edit", "HEAD")
+		revert := git(t, upstream, "rev-parse", "HEAD")
+		git(t, upstream, "checkout", "-q", "main")
+		want := []guard.Hold{{Policy: "fleet/agent", Version: "1.4.2", RevertedIn: revert}}
+
+		holds, branch, err := plan.ReadHolds(upstream, "", "")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(branch).To(Equal("main"))
+		g.Expect(holds).To(BeEmpty())
+		holds, _, err = plan.ReadHolds(upstream, "", "uprev/review")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(holds).To(Equal(want))
+
+		// A clone has the push branch as origin/uprev/review only.
+		dir := filepath.Join(t.TempDir(), "checkout")
+		git(t, filepath.Dir(dir), "clone", "-q", upstream, dir)
+		holds, _, err = plan.ReadHolds(dir, "", "uprev/review")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(holds).To(Equal(want))
+
+		// A push branch not created yet holds nothing.
+		holds, _, err = plan.ReadHolds(dir, "", "uprev/next")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(holds).To(BeEmpty())
+	})
 	t.Run("an unknown branch", func(t *testing.T) {
 		g := NewWithT(t)
 		dir, _ := newFleet(t)
