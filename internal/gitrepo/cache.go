@@ -50,10 +50,10 @@ type Cache struct {
 type keptClone struct {
 	dir  string
 	lock chan struct{}
-	// indexAt is what the last user knew of the clone's index. Only the
+	// tree is what the last user knew of the clone's index. Only the
 	// holder of lock reads or writes it. It is kept in memory, so a clone
 	// found on disk after a restart is first checked in full.
-	indexAt indexRecord
+	tree worktreeState
 }
 
 // CacheStats counts the network operations of a Cache.
@@ -98,13 +98,8 @@ type Session struct {
 	repo       *git.Repository
 	// pushTip is the remote's push branch tip, zero when it does not exist.
 	pushTip plumbing.Hash
-	// cleanAt is the commit the index and working tree match exactly, zero
-	// when they may differ from HEAD.
-	cleanAt plumbing.Hash
-	// indexAt records the commit at HEAD whose tree the index holds
-	// exactly, zero when unknown. The working tree may still differ from
-	// the index.
-	indexAt indexRecord
+	// tree is what the session knows of the index and working tree.
+	tree worktreeState
 	// revision is the commit OpenRevision checked out, zero for a session
 	// at the tip of its branch.
 	revision  plumbing.Hash
@@ -129,7 +124,7 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
 	}
-	s := &Session{dir: kc.dir, remote: remote, branch: opts.Branch, pushBranch: opts.PushBranch, cache: c, clone: kc, indexAt: kc.indexAt}
+	s := &Session{dir: kc.dir, remote: remote, branch: opts.Branch, pushBranch: opts.PushBranch, cache: c, clone: kc, tree: kc.tree}
 	if err := s.sync(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("fetching branch %q of %s: %w", opts.Branch, remote.URL, err)
@@ -158,7 +153,7 @@ func (s *Session) Close() {
 	}
 	s.storages = nil
 	if s.clone != nil {
-		s.clone.indexAt = s.indexAt
+		s.clone.tree = s.tree.handedOver()
 		<-s.clone.lock
 		s.clone = nil
 	}
@@ -202,7 +197,7 @@ func (s *Session) sync(ctx context.Context) error {
 // reclone clones the remote next to the kept clone and replaces it only
 // when the clone succeeded, so a network failure leaves it as it was.
 func (s *Session) reclone(ctx context.Context) error {
-	s.indexAt = indexRecord{}
+	s.tree.invalidate()
 	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+".new-")
 	if err != nil {
 		return fmt.Errorf("creating clone directory: %w", err)
@@ -274,8 +269,7 @@ func (s *Session) checkoutFresh(commit plumbing.Hash) error {
 	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
 		return fmt.Errorf("detaching HEAD: %w", err)
 	}
-	s.cleanAt = commit
-	s.recordIndex(commit)
+	s.tree.record(s.dir, commit)
 	return nil
 }
 
@@ -423,7 +417,6 @@ func (s *Session) readPushTip(repo *git.Repository) error {
 // checkout detaches HEAD at the branch tip and makes the working tree match
 // it exactly, dropping what an earlier use left there.
 func (s *Session) checkout() error {
-	s.cleanAt = plumbing.ZeroHash
 	return s.resetTo(s.branchTip())
 }
 
@@ -443,15 +436,14 @@ func (s *Session) branchTip() plumbing.Hash {
 // costs reading the files' metadata once; any other is hard reset, which
 // costs rewriting and reading every file.
 func (s *Session) resetTo(commit plumbing.Hash) error {
-	if s.cleanAt == commit && !commit.IsZero() {
+	if s.tree.cleanAt(s.dir, commit) {
 		return nil
 	}
 	if switched, err := s.switchCleanTree(commit); err == nil && switched {
-		s.cleanAt = commit
 		return nil
 	}
 	// The hard reset below repairs whatever the switch did or did not do.
-	s.indexAt = indexRecord{}
+	s.tree.invalidate()
 	w, err := s.repo.Worktree()
 	if err != nil {
 		return fmt.Errorf("opening the working tree: %w", err)
@@ -486,8 +478,7 @@ func (s *Session) resetTo(commit plumbing.Hash) error {
 			return fmt.Errorf("removing untracked file: %w", err)
 		}
 	}
-	s.cleanAt = commit
-	s.recordIndex(commit)
+	s.tree.record(s.dir, commit)
 	return nil
 }
 

@@ -67,7 +67,7 @@ func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref) (*Ses
 	case <-ctx.Done():
 		return nil, "", fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
 	}
-	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, indexAt: kc.indexAt, wroteBack: true}
+	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, tree: kc.tree, wroteBack: true}
 	commit, err := s.syncRevision(ctx, target)
 	if err != nil {
 		s.Close()
@@ -186,7 +186,7 @@ func (s *Session) syncRevision(ctx context.Context, t revisionTarget) (plumbing.
 // clone and replaces it only when the fetch succeeded, so that a network
 // failure leaves it as it was.
 func (s *Session) recloneRevision(ctx context.Context, t revisionTarget) (plumbing.Hash, error) {
-	s.indexAt = indexRecord{}
+	s.tree.invalidate()
 	tmp, err := os.MkdirTemp(filepath.Dir(s.dir), filepath.Base(s.dir)+".new-")
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("creating clone directory: %w", err)
