@@ -30,10 +30,11 @@ const remoteName = "origin"
 // the kept clone had fetched before.
 var errHistoryRewritten = errors.New("remote branch history was rewritten")
 
-// Cache keeps one clone per repository URL and branch under a directory,
-// shared by every user of that repository and branch. A use locks its clone,
-// fetches what is new, and works in its working tree; a clone that is
-// damaged, or whose remote branch was rewritten, is replaced by a fresh one.
+// Cache keeps one clone per repository (RepoKey of its URL) and branch
+// under a directory, shared by every user of that repository and branch. A
+// use locks its clone, fetches what is new, and works in its working tree;
+// a clone that is damaged, or whose remote branch was rewritten, is
+// replaced by a fresh one.
 //
 // The locks are in-process: one Cache per directory and process.
 type Cache struct {
@@ -133,7 +134,7 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 }
 
 func (c *Cache) keptClone(url, branch string) *keptClone {
-	sum := sha256.Sum256([]byte(url + "\x00" + branch))
+	sum := sha256.Sum256([]byte(RepoKey(url) + "\x00" + branch))
 	key := hex.EncodeToString(sum[:12])
 	c.mu.Lock()
 	defer c.mu.Unlock()
