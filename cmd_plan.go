@@ -7,18 +7,20 @@ import (
 	"io"
 	"strings"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	flag "github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/plan"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
 // planUsage heads the help of `uprev plan`.
-const planUsage = `Usage: uprev plan --checkout DIR [--path ./clusters] (--kubeconfig FILE [--namespace NS] | --refs FILE) [--branch main] [--allow-downgrade]
+const planUsage = `Usage: uprev plan --checkout DIR [--path ./clusters] (--kubeconfig FILE [--namespace NS [--automation NAME]] | --refs FILE)
+                  [--branch main] [--push-branch BRANCH] [--release-holds LIST] [--allow-downgrade]
 
 Prints what the next automation run would change in the checkout DIR, one
 line per change, then the held versions and the refused changes. Writes
@@ -36,7 +38,13 @@ type planOptions struct {
 	namespace      string
 	refs           string
 	branch         string
+	pushBranch     string
+	releaseHolds   string
 	allowDowngrade bool
+	automation     string
+	// set names the flags given on the command line, which win over the
+	// automation's values.
+	set map[string]bool
 }
 
 // runPlan runs `uprev plan` with args (after the word plan), prints the
@@ -56,7 +64,10 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.namespace, "namespace", "", "The namespace of the automation: ImagePolicies are read from it (default: all namespaces), and markers that name no namespace use it.")
 	fs.StringVar(&o.refs, "refs", "", "Read the policies' latest references from this YAML or JSON file instead of a cluster (see docs/plan.md).")
 	fs.StringVar(&o.branch, "branch", "", "The branch whose history holds reverts; default: the checkout's current branch.")
+	fs.StringVar(&o.pushBranch, "push-branch", "", "The automation's push branch (spec.git.push.branch): reverts on it hold versions too.")
+	fs.StringVar(&o.releaseHolds, "release-holds", "", "Release holds, as the annotation "+uprevv1.HoldReleaseAnnotation+` does: "*", or comma-separated "<namespace>/<policy> <version>".`)
 	fs.BoolVar(&o.allowDowngrade, "allow-downgrade", false, "Allow changes to lower versions, as spec.allowDowngrade does.")
+	fs.StringVar(&o.automation, "automation", "", "Take --push-branch, --release-holds and --allow-downgrade from this UpdateAutomation of --namespace in the --kubeconfig cluster; flags given as well win.")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return plan.ExitNoChange
@@ -64,6 +75,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "uprev plan:", err)
 		return plan.ExitError
 	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	p, err := planCheckout(ctx, o, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "uprev plan:", err)
@@ -86,18 +99,18 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 		return nil, err
 	}
 	var (
-		policies map[update.PolicyKey]plan.Policy
+		policies map[update.PolicyKey]guard.Policy
 		err      error
 	)
 	if o.refs != "" {
 		policies, err = plan.ReadRefsFile(o.refs)
 	} else {
-		policies, err = clusterPolicies(ctx, o, stderr)
+		policies, err = o.readCluster(ctx, stderr)
 	}
 	if err != nil {
 		return nil, err
 	}
-	holds, _, err := plan.ReadHolds(o.checkout, o.branch)
+	holds, _, err := plan.ReadHolds(o.checkout, o.branch, o.pushBranch)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +118,12 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 		Root:             o.checkout,
 		Path:             o.path,
 		DefaultNamespace: o.namespace,
-		Policies:         policies,
-		Holds:            holds,
-		AllowDowngrade:   o.allowDowngrade,
+		Input: guard.Input{
+			Policies:       policies,
+			Holds:          holds,
+			Releases:       guard.ParseReleases(o.releaseHolds),
+			AllowDowngrade: o.allowDowngrade,
+		},
 	})
 }
 
@@ -120,13 +136,17 @@ func (o planOptions) validate() error {
 		return errors.New("one of --kubeconfig and --refs is required")
 	case o.kubeconfig != "" && o.refs != "":
 		return errors.New("--kubeconfig and --refs exclude each other")
+	case o.automation != "" && (o.kubeconfig == "" || o.namespace == ""):
+		return errors.New("--automation needs --kubeconfig and --namespace")
 	}
 	return nil
 }
 
-// clusterPolicies reads the ImagePolicies of the cluster o.kubeconfig
-// reaches; those not ready are named on stderr.
-func clusterPolicies(ctx context.Context, o planOptions, stderr io.Writer) (map[update.PolicyKey]plan.Policy, error) {
+// readCluster reads the ImagePolicies of the cluster o.kubeconfig reaches,
+// naming those not ready on stderr, and, with --automation, takes the
+// automation's push branch, released holds and spec.allowDowngrade into o
+// where no flag set them.
+func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[update.PolicyKey]guard.Policy, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig},
 		&clientcmd.ConfigOverrides{CurrentContext: o.kubeContext},
@@ -134,13 +154,28 @@ func clusterPolicies(ctx context.Context, o planOptions, stderr io.Writer) (map[
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig %s: %w", o.kubeconfig, err)
 	}
-	scheme := runtime.NewScheme()
-	if err := imagev1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the scheme: %w", err)
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	if o.automation != "" {
+		auto := &uprevv1.UpdateAutomation{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: o.automation}, auto); err != nil {
+			return nil, fmt.Errorf("reading UpdateAutomation %s/%s: %w", o.namespace, o.automation, err)
+		}
+		if !o.set["push-branch"] {
+			o.pushBranch = auto.PushBranch()
+		}
+		if !o.set["release-holds"] {
+			o.releaseHolds = auto.Annotations[uprevv1.HoldReleaseAnnotation]
+		}
+		if !o.set["allow-downgrade"] {
+			o.allowDowngrade = auto.Spec.AllowDowngrade
+		}
 	}
 	policies, notReady, err := plan.ListPolicies(ctx, c, o.namespace)
 	if err != nil {

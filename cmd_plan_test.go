@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -14,8 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/controllers"
-	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
@@ -34,7 +37,7 @@ func planFleet(t *testing.T) (dir, revert string) {
 	}
 	gitserver.RunGit(t, dir, "init", "-q", "-b", "main")
 	planCommit(t, dir, "Add fleet", files)
-	planCommit(t, dir, "Update agent\n\n"+gitrepo.FormatUpdateTrailer(gitrepo.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
+	planCommit(t, dir, "Update agent\n\n"+guard.FormatUpdateTrailer(guard.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
 		map[string]string{"clusters/prod/agent.yaml": "image: ghcr.io/acme/agent:1.4.2 # {\"$imagepolicy\": \"fleet:agent\"}\n"})
 	gitserver.RunGit(t, dir, "revert", "--no-edit", "HEAD")
 	return dir, gitserver.RunGit(t, dir, "rev-parse", "HEAD")
@@ -89,10 +92,32 @@ func TestPlanCommandRefsFile(t *testing.T) {
 			wantErr:  "error: clusters/prod/kms.yaml:1:",
 			wantCode: 1,
 		},
+		{
+			name:     "a released hold",
+			refs:     "fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\n",
+			args:     []string{"--namespace", "fleet", "--release-holds", "fleet/app 2.0.0, fleet/agent 1.4.2"},
+			wantOut:  "clusters/prod/agent.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.2\n",
+			wantCode: 2,
+		},
+		{
+			name:     "every hold released",
+			refs:     "fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\n",
+			args:     []string{"--namespace", "fleet", "--release-holds", "*"},
+			wantOut:  "clusters/prod/agent.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.2\n",
+			wantCode: 2,
+		},
+		{
+			name:     "another version released",
+			refs:     "fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\n",
+			args:     []string{"--namespace", "fleet", "--release-holds", "fleet/agent 1.4.1"},
+			wantOut:  held + "refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n",
+			wantCode: 0,
+		},
 		{name: "bad refs file", refs: "agent: {name: a, tag: '1'}\n", wantErr: "want namespace/name", wantCode: 1},
 		{name: "unknown branch", refs: "{}", args: []string{"--branch", "nope"}, wantErr: `branch "nope"`, wantCode: 1},
 		{name: "no source", args: []string{"--refs="}, wantErr: "one of --kubeconfig and --refs is required", wantCode: 1},
 		{name: "two sources", args: []string{"--kubeconfig", "x"}, wantErr: "exclude each other", wantCode: 1},
+		{name: "an automation without a cluster", args: []string{"--automation", "fleet"}, wantErr: "--automation needs --kubeconfig and --namespace", wantCode: 1},
 		{name: "unknown flag", args: []string{"--nope"}, wantErr: "unknown flag: --nope", wantCode: 1},
 	}
 	for _, tc := range cases {
@@ -110,6 +135,74 @@ func TestPlanCommandRefsFile(t *testing.T) {
 				g.Expect(stderr.String()).To(BeEmpty())
 			}
 			g.Expect(gitserver.RunGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
+		})
+	}
+}
+
+// planReviewFleet is planFleet with a push branch, uprev/review, on which
+// an update of app to 2.1.0 was reverted; main is checked out. It returns
+// the directory and the SHAs of the reverts of agent (on main) and app (on
+// uprev/review).
+func planReviewFleet(t *testing.T) (dir, agentRevert, appRevert string) {
+	t.Helper()
+	dir, agentRevert = planFleet(t)
+	gitserver.RunGit(t, dir, "checkout", "-q", "-b", "uprev/review")
+	planCommit(t, dir, "Update app\n\n"+guard.FormatUpdateTrailer(guard.Update{Policy: "fleet/app", Old: "2.0.0", New: "2.1.0"}),
+		map[string]string{"clusters/prod/app.yaml": "image: ghcr.io/acme/app:2.1.0 # {\"$imagepolicy\": \"fleet:app\"}\n"})
+	gitserver.RunGit(t, dir, "revert", "--no-edit", "HEAD")
+	appRevert = gitserver.RunGit(t, dir, "rev-parse", "HEAD")
+	gitserver.RunGit(t, dir, "checkout", "-q", "main")
+	return dir, agentRevert, appRevert
+}
+
+// TestPlanCommandPushBranchAndReleasedHolds shows that a plan applies the
+// controller's rules on holds: a revert on the push branch holds, and a
+// released hold does not.
+func TestPlanCommandPushBranchAndReleasedHolds(t *testing.T) {
+	dir, agentRevert, appRevert := planReviewFleet(t)
+	refs := filepath.Join(t.TempDir(), "refs.yaml")
+	if err := os.WriteFile(refs, []byte("fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\nfleet/app: {name: ghcr.io/acme/app, tag: 2.1.0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agentChange := "clusters/prod/agent.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.2\n"
+	appChange := "clusters/prod/app.yaml: ghcr.io/acme/app 2.0.0 --> 2.1.0\n"
+	agentHeld := "held: fleet/agent 1.4.2 (reverted in " + agentRevert[:10] + ")\n"
+	appHeld := "held: fleet/app 2.1.0 (reverted in " + appRevert[:10] + ")\n"
+	agentRefused := "refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n"
+	appRefused := "refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 2.1.0 (held)\n"
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantOut  string
+		wantCode int
+	}{
+		{name: "the branch alone", wantOut: appChange + agentHeld + agentRefused, wantCode: 2},
+		{
+			name:    "a revert on the push branch holds",
+			args:    []string{"--push-branch", "uprev/review"},
+			wantOut: agentHeld + appHeld + agentRefused + appRefused,
+		},
+		{
+			name:     "a released hold is written",
+			args:     []string{"--release-holds", "fleet/agent 1.4.2"},
+			wantOut:  agentChange + appChange,
+			wantCode: 2,
+		},
+		{
+			name:     "both",
+			args:     []string{"--push-branch", "uprev/review", "--release-holds", "fleet/agent 1.4.2"},
+			wantOut:  agentChange + appHeld + appRefused,
+			wantCode: 2,
+		},
+		{name: "a push branch not created yet", args: []string{"--push-branch", "uprev/next"}, wantOut: appChange + agentHeld + agentRefused, wantCode: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var stdout, stderr bytes.Buffer
+			code := runPlan(context.Background(), append([]string{"--checkout", dir, "--refs", refs, "--namespace", "fleet"}, tc.args...), &stdout, &stderr)
+			g.Expect(code).To(Equal(tc.wantCode), "stderr: %s", stderr.String())
+			g.Expect(stdout.String()).To(Equal(tc.wantOut))
+			g.Expect(stderr.String()).To(BeEmpty())
 		})
 	}
 }
@@ -153,6 +246,82 @@ func TestPlanCommandCluster(t *testing.T) {
 	code = runPlan(ctx, []string{"--checkout", dir, "--kubeconfig", filepath.Join(t.TempDir(), "missing")}, &stdout, &stderr)
 	g.Expect(code).To(Equal(1))
 	g.Expect(stderr.String()).To(HavePrefix("uprev plan: reading kubeconfig"))
+}
+
+// TestPlanCommandAutomation shows that with --automation a plan takes the
+// push branch, the release annotation and spec.allowDowngrade from the
+// UpdateAutomation, and that flags win over them.
+func TestPlanCommandAutomation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := cluster.StartT(t)
+	scheme, err := controllers.NewScheme()
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}})).To(Succeed())
+	readyPolicy(t, k8s, "fleet", "agent", &imagev1.ImageRef{Name: "ghcr.io/acme/agent", Tag: "1.4.2"})
+	readyPolicy(t, k8s, "fleet", "app", &imagev1.ImageRef{Name: "ghcr.io/acme/app", Tag: "2.1.0"})
+	readyPolicy(t, k8s, "fleet", "kms", &imagev1.ImageRef{Name: "ghcr.io/acme/kms", Tag: "2.0.0"})
+	auto := &uprevv1.UpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "fleet", Annotations: map[string]string{uprevv1.HoldReleaseAnnotation: "fleet/agent 1.4.2"}},
+		Spec: uprevv1.UpdateAutomationSpec{
+			Interval: metav1.Duration{Duration: time.Hour},
+			Git: uprevv1.GitSpec{
+				GitSource: uprevv1.GitSource{URL: "https://git.example.com/fleet.git", Ref: uprevv1.GitRef{Branch: "main"}},
+				Push:      &uprevv1.PushSpec{Branch: "uprev/review"},
+				Commit:    uprevv1.CommitSpec{Author: uprevv1.CommitUser{Name: "uprev", Email: "uprev@example.com"}},
+			},
+			AllowDowngrade: true,
+		},
+	}
+	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
+	kubeconfig, err := c.KubeConfig()
+	g.Expect(err).NotTo(HaveOccurred())
+	kubeconfigFile := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(os.WriteFile(kubeconfigFile, kubeconfig, 0o600)).To(Succeed())
+
+	dir, agentRevert, appRevert := planReviewFleet(t)
+	base := []string{"--checkout", dir, "--path", "clusters", "--kubeconfig", kubeconfigFile, "--namespace", "fleet", "--automation", "fleet"}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantOut  string
+		wantCode int
+		wantErr  string
+	}{
+		{
+			name: "the automation's rules",
+			wantOut: "clusters/prod/agent.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.2\n" +
+				"clusters/prod/kms.yaml: ghcr.io/acme/kms 2.1.3 --> 2.0.0\n" +
+				"held: fleet/app 2.1.0 (reverted in " + appRevert[:10] + ")\n" +
+				"refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 2.1.0 (held)\n",
+			wantCode: 2,
+		},
+		{
+			name: "flags win",
+			args: []string{"--push-branch", "main", "--release-holds", "", "--allow-downgrade=false"},
+			wantOut: "clusters/prod/app.yaml: ghcr.io/acme/app 2.0.0 --> 2.1.0\n" +
+				"held: fleet/agent 1.4.2 (reverted in " + agentRevert[:10] + ")\n" +
+				"refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n" +
+				"refused: clusters/prod/kms.yaml: fleet/kms 2.1.3 --> 2.0.0 (downgrade)\n",
+			wantCode: 2,
+		},
+		{name: "an unknown automation", args: []string{"--automation", "nope"}, wantErr: "uprev plan: reading UpdateAutomation fleet/nope", wantCode: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			var stdout, stderr bytes.Buffer
+			code := runPlan(ctx, append(slices.Clone(base), tc.args...), &stdout, &stderr)
+			g.Expect(code).To(Equal(tc.wantCode), "stderr: %s", stderr.String())
+			g.Expect(stdout.String()).To(Equal(tc.wantOut))
+			if tc.wantErr != "" {
+				g.Expect(stderr.String()).To(HavePrefix(tc.wantErr))
+			} else {
+				g.Expect(stderr.String()).To(BeEmpty())
+			}
+		})
+	}
 }
 
 // readyPolicy creates a semver ImagePolicy and, when ref is set, gives it

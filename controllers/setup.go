@@ -116,7 +116,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	var pushes *gitPushEvents
 	if slices.Contains(opts.Controllers, Apply) {
-		pushes = newGitPushEvents(mgr.GetClient())
+		var err error
+		if pushes, err = newGitPushEvents(ctx, mgr); err != nil {
+			return err
+		}
 	}
 	if slices.Contains(opts.Controllers, WriteBack) {
 		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes}

@@ -10,8 +10,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/uprev-dev/uprev/internal/gitrepo"
 )
 
 func TestOutcomeConditionsAndResult(t *testing.T) {
@@ -55,16 +53,4 @@ func TestOutcomeConditionsAndResult(t *testing.T) {
 			g.Expect(res.RequeueAfter > 0).To(Equal(tc.requeue))
 		})
 	}
-}
-
-func TestReleasedHolds(t *testing.T) {
-	g := NewWithT(t)
-	agent := gitrepo.Hold{Policy: "fleet/agent", Version: "1.4.2"}
-	web := gitrepo.Hold{Policy: "fleet/web", Version: "2.0.0"}
-	g.Expect(releasedHolds("")(agent)).To(BeFalse())
-	g.Expect(releasedHolds("fleet/agent 1.4.2")(agent)).To(BeTrue())
-	g.Expect(releasedHolds("fleet/agent 1.4.2")(web)).To(BeFalse())
-	g.Expect(releasedHolds(" fleet/web   2.0.0 , fleet/agent 1.4.1")(web)).To(BeTrue())
-	g.Expect(releasedHolds("fleet/agent 1.4.1")(agent)).To(BeFalse(), "another version of the policy")
-	g.Expect(releasedHolds("*")(agent)).To(BeTrue())
 }

@@ -30,7 +30,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/plan"
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -126,11 +126,12 @@ type automationRun struct {
 	policies map[update.PolicyKey]*imagev1.ImagePolicy
 	// planned are the same policies as the guard and the rewriter see them:
 	// latest ref and ordering.
-	planned map[update.PolicyKey]plan.Policy
+	planned map[update.PolicyKey]guard.Policy
 	// notReady names selected policies without a latest ref yet.
 	notReady []string
 	session  *gitrepo.Session
-	holds    []gitrepo.Hold
+	// rules are the write-back rules of the run, with the holds in force.
+	rules *guard.Rules
 	// crds are the CRD bundles read for this run.
 	crds []*crdBundle
 	// result is the rewrite that went into the pushed commit (or would
@@ -193,7 +194,7 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 	if err := r.List(ctx, &list, client.InNamespace(run.auto.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("listing image policies: %w", err)
 	}
-	run.planned, run.notReady = plan.PoliciesOf(list.Items)
+	run.planned, run.notReady = guard.PoliciesOf(list.Items)
 	run.policies = map[update.PolicyKey]*imagev1.ImagePolicy{}
 	for i := range list.Items {
 		pol := &list.Items[i]
@@ -228,37 +229,29 @@ func (r *UpdateAutomationReconciler) forget(key types.NamespacedName) {
 	r.Clones.Release(cloneOwner("UpdateAutomation", key))
 }
 
-// readHolds finds the versions people reverted and keeps those still in
-// force: the policy still selects the held version and the hold was not
-// released by annotation.
+// readHolds finds the versions people reverted, on the branch and on the
+// push branch, and makes the run's rules: holds stay in force while the
+// policy still selects the held version and the annotation does not release
+// them.
 func (r *UpdateAutomationReconciler) readHolds(_ context.Context, run *automationRun) error {
-	holds, err := run.session.Holds(gitrepo.HoldOptions{})
+	auto := run.auto
+	holds, err := guard.ReadHolds(run.session.History(gitrepo.HistoryOptions{}), auto.Spec.Git.Ref.Branch, auto.PushBranch())
 	if err != nil {
 		return gitError(fmt.Errorf("reading reverts: %w", err))
 	}
-	released := releasedHolds(run.auto.Annotations[uprevv1.HoldReleaseAnnotation])
-	for _, h := range plan.HoldsInForce(holds, run.latestRefs()) {
-		if !released(h) {
-			run.holds = append(run.holds, h)
-		}
-	}
+	run.rules = guard.New(guard.Input{
+		Policies:       run.planned,
+		Holds:          holds,
+		Releases:       guard.ParseReleases(auto.Annotations[uprevv1.HoldReleaseAnnotation]),
+		AllowDowngrade: auto.Spec.AllowDowngrade,
+	})
 	return nil
-}
-
-// latestRefs returns the latest ref of each selected, ready policy.
-func (run *automationRun) latestRefs() map[update.PolicyKey]update.Ref {
-	refs := make(map[update.PolicyKey]update.Ref, len(run.planned))
-	for key, p := range run.planned {
-		refs[key] = p.Ref
-	}
-	return refs
 }
 
 // writeBack rewrites the markers and pushes one commit when something
 // changed.
 func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automationRun) error {
 	auto := run.auto
-	refs := run.latestRefs()
 	signer, err := commitSigner(ctx, r.Client, auto)
 	if err != nil {
 		return err
@@ -270,9 +263,9 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 	}
 	edit := func(dir string) (string, error) {
 		res, err := update.RewriteMarkers(ctx, dir, auto.Spec.Update.Path, update.Options{
-			Policies:         refs,
+			Policies:         run.rules.Refs(),
 			DefaultNamespace: auto.Namespace,
-			Guard:            plan.Guard(run.holds, run.planned, auto.Spec.AllowDowngrade),
+			Guard:            run.rules.Check,
 		})
 		run.result = res
 		if err != nil {
@@ -320,7 +313,7 @@ func commitMessage(t *template.Template, auto *uprevv1.UpdateAutomation, res upd
 	b.WriteString("\n")
 	for _, u := range data.Updates {
 		oldVersion, newVersion := u.Versions()
-		b.WriteString(gitrepo.FormatUpdateTrailer(gitrepo.Update{Policy: u.Policy.String(), Old: oldVersion, New: newVersion}))
+		b.WriteString(guard.FormatUpdateTrailer(guard.Update{Policy: u.Policy.String(), Old: oldVersion, New: newVersion}))
 		b.WriteString("\n")
 	}
 	return b.String(), nil
@@ -337,13 +330,13 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 	}
 	auto.Status.CRDs = crdStatus(run)
 	auto.Status.Holds = nil
-	for _, h := range run.holds {
+	for _, h := range run.rules.Held() {
 		auto.Status.Holds = append(auto.Status.Holds, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
 	}
 	before := auto.Status.RefusedDowngrades
 	auto.Status.RefusedDowngrades = nil
 	for _, refusal := range run.result.Refused {
-		if !strings.HasPrefix(refusal.Reason, "downgrade") {
+		if guard.KindOf(refusal.Reason) != guard.RefusalDowngrade {
 			continue
 		}
 		c := refusal.Change
@@ -373,8 +366,10 @@ func (run *automationRun) summary() string {
 	} else {
 		parts = append(parts, "no change")
 	}
-	if n := len(run.holds); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d held", n))
+	if run.rules != nil { // nil when the run failed before reading holds
+		if n := len(run.rules.Held()); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d held", n))
+		}
 	}
 	if n := len(run.auto.Status.RefusedDowngrades); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d downgrades refused", n))
@@ -383,18 +378,6 @@ func (run *automationRun) summary() string {
 		parts = append(parts, "skipped policies not ready: "+strings.Join(run.notReady, ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// releasedHolds parses the release annotation: `*`, or comma-separated
-// `<namespace>/<policy> <version>` entries.
-func releasedHolds(annotation string) func(gitrepo.Hold) bool {
-	released := map[string]bool{}
-	for _, entry := range strings.Split(annotation, ",") {
-		released[strings.Join(strings.Fields(entry), " ")] = true
-	}
-	return func(h gitrepo.Hold) bool {
-		return released["*"] || released[h.Policy+" "+h.Version]
-	}
 }
 
 // shortSHA abbreviates a commit SHA for messages.

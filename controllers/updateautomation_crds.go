@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/crds"
-	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -72,7 +70,7 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 		}
 		key := update.PolicyKey{Namespace: run.auto.Namespace, Name: entry.PolicyRef.Name}
 		pol, ok := run.policies[key]
-		if !ok || slices.ContainsFunc(run.holds, func(h gitrepo.Hold) bool { return h.Policy == key.String() }) {
+		if !ok || run.rules.CRDRefusal(key, nil) != nil {
 			continue
 		}
 		slot := fmt.Sprintf("%s/%s crds[%d]", run.auto.Namespace, run.auto.Name, i)
@@ -141,7 +139,7 @@ func writeCRDs(dir string, run *automationRun, res update.Result) ([]string, boo
 	var summaries []string
 	changed := false
 	for _, b := range run.crds {
-		if slices.ContainsFunc(res.Refused, func(f update.Refusal) bool { return f.Change.Policy == b.policy }) {
+		if run.rules.CRDRefusal(b.policy, res.Refused) != nil {
 			b.result = crds.Result{}
 			continue
 		}

@@ -71,10 +71,10 @@ type keptClone struct {
 	repository *repository
 	dir        string
 	lock       chan struct{}
-	// indexAt is what the last user knew of the clone's index. Only the
+	// tree is what the last user knew of the clone's index. Only the
 	// holder of lock reads or writes it. It is kept in memory, so a clone
 	// found on disk after a restart is first checked in full.
-	indexAt indexRecord
+	tree worktreeState
 	// store is the object store the checkout on disk uses, nil when there
 	// is no checkout or its store is unknown. The Cache's mutex guards it
 	// and the fields below.
@@ -164,13 +164,8 @@ type Session struct {
 	pinned []*objectStore
 	// pushTip is the remote's push branch tip, zero when it does not exist.
 	pushTip plumbing.Hash
-	// cleanAt is the commit the index and working tree match exactly, zero
-	// when they may differ from HEAD.
-	cleanAt plumbing.Hash
-	// indexAt records the commit at HEAD whose tree the index holds
-	// exactly, zero when unknown. The working tree may still differ from
-	// the index.
-	indexAt indexRecord
+	// tree is what the session knows of the index and working tree.
+	tree worktreeState
 	// revision is the commit OpenRevision checked out, zero for a session
 	// at the tip of its branch.
 	revision  plumbing.Hash
@@ -221,7 +216,7 @@ func (c *Cache) session(ctx context.Context, remote *Remote, name, owner string)
 		c.mu.Unlock()
 		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
 	}
-	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, indexAt: kc.indexAt}
+	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, tree: kc.tree}
 	c.mu.Lock()
 	if kc.store != nil {
 		s.store = kc.store
@@ -240,7 +235,7 @@ func (s *Session) Close() {
 	}
 	s.storages = nil
 	if s.clone != nil {
-		s.clone.indexAt = s.indexAt
+		s.clone.tree = s.tree.handedOver()
 		c := s.cache
 		c.mu.Lock()
 		for _, st := range s.pinned {
@@ -328,7 +323,7 @@ func (s *Session) replaceClone(ctx context.Context, why error, fetch func(*git.R
 
 // cloneInto is replaceClone in the newest object store, or a new one.
 func (s *Session) cloneInto(ctx context.Context, fresh bool, fetch func(*git.Repository) error) error {
-	s.indexAt = indexRecord{}
+	s.tree.invalidate()
 	store, made, err := s.cache.pinStore(s.clone.repository, fresh)
 	if err != nil {
 		return err
@@ -410,8 +405,7 @@ func (s *Session) checkoutFresh(commit plumbing.Hash) error {
 	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
 		return fmt.Errorf("detaching HEAD: %w", err)
 	}
-	s.cleanAt = commit
-	s.recordIndex(commit)
+	s.tree.record(s.dir, commit)
 	return nil
 }
 
@@ -577,7 +571,6 @@ func (s *Session) readPushTip(repo *git.Repository) error {
 // checkout detaches HEAD at the branch tip and makes the working tree match
 // it exactly, dropping what an earlier use left there.
 func (s *Session) checkout() error {
-	s.cleanAt = plumbing.ZeroHash
 	return s.resetTo(s.branchTip())
 }
 
@@ -597,15 +590,14 @@ func (s *Session) branchTip() plumbing.Hash {
 // costs reading the files' metadata once; any other is hard reset, which
 // costs rewriting and reading every file.
 func (s *Session) resetTo(commit plumbing.Hash) error {
-	if s.cleanAt == commit && !commit.IsZero() {
+	if s.tree.cleanAt(s.dir, commit) {
 		return nil
 	}
 	if switched, err := s.switchCleanTree(commit); err == nil && switched {
-		s.cleanAt = commit
 		return nil
 	}
 	// The hard reset below repairs whatever the switch did or did not do.
-	s.indexAt = indexRecord{}
+	s.tree.invalidate()
 	w, err := s.repo.Worktree()
 	if err != nil {
 		return fmt.Errorf("opening the working tree: %w", err)
@@ -640,8 +632,7 @@ func (s *Session) resetTo(commit plumbing.Hash) error {
 			return fmt.Errorf("removing untracked file: %w", err)
 		}
 	}
-	s.cleanAt = commit
-	s.recordIndex(commit)
+	s.tree.record(s.dir, commit)
 	return nil
 }
 

@@ -70,9 +70,10 @@ type objectStore struct {
 	pins int
 }
 
-// repositoryKey returns the directory name of the repository at url.
+// repositoryKey returns the directory name of the repository at url: one
+// for every spelling of it (RepoKey).
 func repositoryKey(url string) string {
-	sum := sha256.Sum256([]byte(url))
+	sum := sha256.Sum256([]byte(RepoKey(url)))
 	return hex.EncodeToString(sum[:repositoryChars/2])
 }
 

@@ -151,12 +151,12 @@ func (s *Session) withoutIgnored(untracked []string) ([]string, error) {
 // writing and removing only the files that differ between the two commits,
 // and updating their index entries, where a hard reset rewrites every file
 // and a status reads them all again. It reports false, having changed
-// nothing, when it cannot know the tree is clean: the index was not left
-// by a session at HEAD (s.indexAt), or the working tree differs from it.
+// nothing, when it cannot know the tree is clean: the index is not known to
+// hold HEAD (s.tree), or the working tree differs from it.
 func (s *Session) switchCleanTree(commit plumbing.Hash) (bool, error) {
 	// An unreadable HEAD or index is for the full reset to repair.
 	head, err := s.repo.Storer.Reference(plumbing.HEAD)
-	if err != nil || head.Type() != plumbing.HashReference || !s.indexHolds(head.Hash()) {
+	if err != nil || head.Type() != plumbing.HashReference || !s.tree.indexAt(s.dir, head.Hash()) {
 		return false, nil
 	}
 	idx, err := s.repo.Storer.Index()
@@ -168,7 +168,7 @@ func (s *Session) switchCleanTree(commit plumbing.Hash) (bool, error) {
 		return false, err
 	}
 	if head.Hash() != commit {
-		s.indexAt = indexRecord{}
+		s.tree.invalidate()
 		if err := s.applyTreeDiff(idx, head.Hash(), commit); err != nil {
 			return false, err
 		}
@@ -179,38 +179,64 @@ func (s *Session) switchCleanTree(commit plumbing.Hash) (bool, error) {
 			return false, fmt.Errorf("detaching HEAD: %w", err)
 		}
 	}
-	s.recordIndex(commit)
+	s.tree.record(s.dir, commit)
 	return true, nil
 }
 
-// indexRecord says which commit's tree the index of a kept clone holds, as
-// the session that last wrote the index knew it, and what the index file
-// looked like then, so that a change made to the index by anyone else (git
-// add in the clone) makes the record void.
-type indexRecord struct {
+// worktreeState is what a user of a kept clone knows of its index and
+// working tree, from what it did itself: the commit at HEAD whose tree the
+// index holds exactly, and whether the working tree holds exactly the index
+// too. The index part lasts while the index file keeps the modification
+// time and size it had when recorded, so that a change made to it by anyone
+// else (git add in the clone) voids it; the working tree part lasts until
+// the working tree is handed to someone who may write it (handedOver). The
+// zero value knows nothing.
+type worktreeState struct {
 	commit  plumbing.Hash
 	modTime time.Time
 	size    int64
+	clean   bool
 }
 
-// recordIndex records that the index, as it is on disk now, holds the tree
-// of commit, checked out at HEAD.
-func (s *Session) recordIndex(commit plumbing.Hash) {
-	info, err := os.Stat(filepath.Join(s.dir, ".git", "index"))
+// record notes that the index of the clone in dir, as it is on disk now,
+// holds the tree of commit, checked out at HEAD, and that the working tree
+// holds exactly the index.
+func (w *worktreeState) record(dir string, commit plumbing.Hash) {
+	info, err := os.Stat(filepath.Join(dir, ".git", "index"))
 	if err != nil {
-		s.indexAt = indexRecord{}
+		w.invalidate()
 		return
 	}
-	s.indexAt = indexRecord{commit: commit, modTime: info.ModTime(), size: info.Size()}
+	*w = worktreeState{commit: commit, modTime: info.ModTime(), size: info.Size(), clean: true}
 }
 
-// indexHolds reports whether the index is known to hold the tree of commit.
-func (s *Session) indexHolds(commit plumbing.Hash) bool {
-	if s.indexAt.commit.IsZero() || s.indexAt.commit != commit {
+// invalidate forgets everything: HEAD or the index is about to change.
+func (w *worktreeState) invalidate() {
+	*w = worktreeState{}
+}
+
+// handedOver returns what remains known once the working tree is handed to
+// someone who may write files in it (an edit, the clone's next user): the
+// index, not the working tree.
+func (w worktreeState) handedOver() worktreeState {
+	w.clean = false
+	return w
+}
+
+// indexAt reports whether the index of the clone in dir is known to hold
+// the tree of commit.
+func (w worktreeState) indexAt(dir string, commit plumbing.Hash) bool {
+	if w.commit.IsZero() || w.commit != commit {
 		return false
 	}
-	info, err := os.Stat(filepath.Join(s.dir, ".git", "index"))
-	return err == nil && info.ModTime().Equal(s.indexAt.modTime) && info.Size() == s.indexAt.size
+	info, err := os.Stat(filepath.Join(dir, ".git", "index"))
+	return err == nil && info.ModTime().Equal(w.modTime) && info.Size() == w.size
+}
+
+// cleanAt reports whether the index and the working tree of the clone in
+// dir are known to hold exactly the tree of commit.
+func (w worktreeState) cleanAt(dir string, commit plumbing.Hash) bool {
+	return w.clean && w.indexAt(dir, commit)
 }
 
 // applyTreeDiff writes to the working tree and to idx the files that differ

@@ -1,12 +1,16 @@
 package gitrepo
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	. "github.com/onsi/gomega"
+
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
 
 // TestWorktreeChangesHashesRacilyCleanFiles covers the case stat data
@@ -39,4 +43,92 @@ func TestWorktreeChangesHashesRacilyCleanFiles(t *testing.T) {
 	changes, err := s.worktreeChanges(idx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(changes).To(ConsistOf("a.yaml"))
+}
+
+// TestWorktreeStateAgreesWithGitStatus runs a kept clone through a
+// sequence of uses and checks after each what the session's worktreeState
+// claims against the git CLI: whenever it says the index holds HEAD, `git
+// diff --cached` shows nothing, and whenever it says the tree is clean,
+// `git status` shows nothing. It also checks that it claims what it should,
+// so that a state that never claims anything would fail.
+func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
+	g := NewWithT(t)
+	srv := gitserver.Start(t)
+	remote, err := NewRemote(srv.InitRepo(t, "fleet", "main", map[string]string{"a.yaml": "tag: 1.0.0\n", "b.yaml": "tag: 1.0.0\n"}), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	cache, err := NewCache(filepath.Join(t.TempDir(), "clones"))
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+	author := WriteBackOptions{AuthorName: "uprev", AuthorEmail: "uprev@example.com"}
+
+	// check compares state, the state of the clone in dir, with git.
+	check := func(step, dir string, state worktreeState, wantIndex, wantClean bool) {
+		t.Helper()
+		head := plumbing.NewHash(gitserver.RunGit(t, dir, "rev-parse", "HEAD"))
+		status := gitserver.RunGit(t, dir, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all")
+		staged := gitserver.RunGit(t, dir, "--no-optional-locks", "diff", "--cached", "--name-status", "HEAD")
+		index, clean := state.indexAt(dir, head), state.cleanAt(dir, head)
+		if index {
+			g.Expect(staged).To(BeEmpty(), "%s: the state says the index holds HEAD", step)
+		}
+		if clean {
+			g.Expect(status).To(BeEmpty(), "%s: the state says the tree is clean", step)
+		}
+		g.Expect(index).To(Equal(wantIndex), "%s: index known (git: %q)", step, staged)
+		g.Expect(clean).To(Equal(wantClean), "%s: clean (git: %q)", step, status)
+	}
+	open := func() *Session {
+		s, err := cache.Open(ctx, remote, OpenOptions{Branch: "main"})
+		g.Expect(err).NotTo(HaveOccurred())
+		return s
+	}
+	write := func(files map[string]string, message string) EditFunc {
+		return func(dir string) (string, error) {
+			for name, content := range files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					return "", err
+				}
+			}
+			return message, nil
+		}
+	}
+
+	s := open()
+	check("a fresh clone", s.dir, s.tree, true, true)
+	kc := s.clone
+	s.Close()
+	check("handed to the next user", kc.dir, kc.tree, true, false)
+
+	s = open()
+	check("the next use, checked", s.dir, s.tree, true, true)
+	_, err = s.WriteBack(ctx, author, write(nil, ""))
+	g.Expect(err).NotTo(HaveOccurred())
+	check("an edit that changed nothing", s.dir, s.tree, true, false)
+	s.Close()
+
+	s = open()
+	_, err = s.WriteBack(ctx, author, write(map[string]string{"a.yaml": "tag: 2.0.0\n", "c.yaml": "new\n"}, ""))
+	g.Expect(err).NotTo(HaveOccurred())
+	check("an edit that wrote files but reported no change", s.dir, s.tree, true, false)
+	s.Close()
+
+	s = open()
+	check("the next use repairs the tree", s.dir, s.tree, true, true)
+	pushed, err := s.WriteBack(ctx, author, write(map[string]string{"b.yaml": "tag: 2.0.0\n"}, "Update b"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pushed).NotTo(BeEmpty())
+	check("a commit", s.dir, s.tree, true, true)
+	s.Close()
+
+	// Someone stages a file in the kept clone between two uses.
+	g.Expect(os.WriteFile(filepath.Join(kc.dir, "d.yaml"), []byte("staged\n"), 0o644)).To(Succeed())
+	gitserver.RunGit(t, kc.dir, "add", "d.yaml")
+	check("a git add by someone else", kc.dir, kc.tree, false, false)
+
+	s = open()
+	check("the next use resets the index", s.dir, s.tree, true, true)
+	g.Expect(gitserver.RunGit(t, s.dir, "rev-parse", "HEAD")).To(Equal(pushed))
+	s.tree.invalidate()
+	check("invalidated", s.dir, s.tree, false, false)
+	s.Close()
 }

@@ -130,7 +130,7 @@ func (s *Session) startCommit() ([]plumbing.Hash, error) {
 	if err := s.resetTo(s.pushTip); err != nil {
 		return nil, err
 	}
-	s.cleanAt = plumbing.ZeroHash
+	s.tree.invalidate()
 	if err := s.mergeIntoWorktree(pushCommit, tipCommit); err != nil {
 		return nil, fmt.Errorf("merging branch %q into %q: %w", s.branch, s.pushBranch, err)
 	}
@@ -223,7 +223,7 @@ func (s *Session) writeEntry(path string, entry object.TreeEntry) error {
 // commit runs edit and commits what it changed with parents, returning the
 // zero hash when nothing changed.
 func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit EditFunc) (plumbing.Hash, error) {
-	s.cleanAt = plumbing.ZeroHash
+	s.tree = s.tree.handedOver()
 	message, err := edit(s.dir)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("editing files: %w", err)
@@ -260,8 +260,7 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 		return plumbing.ZeroHash, fmt.Errorf("committing: %w", err)
 	}
 	// The commit holds the index, which holds the working tree.
-	s.cleanAt = hash
-	s.recordIndex(hash)
+	s.tree.record(s.dir, hash)
 	return hash, nil
 }
 
@@ -279,7 +278,7 @@ func (s *Session) stage(paths []string) error {
 // stageInto is stage on the index idx, read from the repository.
 func (s *Session) stageInto(idx *index.Index, paths []string) error {
 	// From here on, the index holds more than HEAD.
-	s.indexAt = indexRecord{}
+	s.tree.invalidate()
 	for _, path := range paths {
 		full := filepath.Join(s.dir, filepath.FromSlash(path))
 		info, err := os.Lstat(full)

@@ -4,13 +4,15 @@
 // It backs the `uprev plan` subcommand, which CI jobs run on a checkout
 // before anything is pushed.
 //
-// Compute is pure: it takes a directory, the policies' latest references,
-// their orderings and the holds found in Git, and returns a Plan. The
+// Compute is pure: it takes a directory and the guard's input (the
+// policies' latest references and orderings, the holds found in Git, the
+// released holds, whether downgrades are allowed) and returns a Plan. The
 // loaders in this package produce those inputs from a refs file
-// (ParseRefsFile), from ImagePolicies in a cluster (ListPolicies) and from a
+// (ReadRefsFile), from ImagePolicies in a cluster (ListPolicies) and from a
 // checkout's history (ReadHolds).
 //
-// The guard applies the same rules as the UpdateAutomation controller: a
-// change to a held version is refused, and, unless downgrades are allowed, so
-// is a change to a version the policy ranks below the one in Git.
+// The rules are not this package's: Compute applies internal/guard's, as the
+// UpdateAutomation controller does, so a change to a held version is
+// refused, and, unless downgrades are allowed, so is a change to a version
+// the policy ranks below the one in Git.
 package plan

@@ -7,10 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-
-	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/policy"
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
@@ -25,33 +22,6 @@ const (
 	ExitChanges = 2
 )
 
-// Reasons of the refusals a plan lists.
-const (
-	// ReasonHeld marks a change to a version a revert put on hold.
-	ReasonHeld = "held"
-	// ReasonDowngrade marks a change to a lower version than Git holds.
-	ReasonDowngrade = "downgrade"
-)
-
-// Ordering is how a policy ranks versions: its spec.policy and
-// spec.filterTags. The guard uses it to recognise downgrades.
-type Ordering struct {
-	// Policy is the policy choice (semver, alphabetical or numerical).
-	Policy imagev1.ImagePolicyChoice
-	// FilterTags, when set, extracts the part of each tag to order by.
-	FilterTags *imagev1.TagFilter
-}
-
-// Policy is one policy a plan may write: its latest reference and, when
-// known, its ordering.
-type Policy struct {
-	// Ref is the policy's latest reference (status.latestRef).
-	Ref update.Ref
-	// Ordering ranks versions for downgrade checks; nil skips the check for
-	// this policy.
-	Ordering *Ordering
-}
-
 // Input is everything a plan is computed from.
 type Input struct {
 	// Root is the checkout's root directory.
@@ -62,14 +32,10 @@ type Input struct {
 	// DefaultNamespace is the namespace of markers that name a policy
 	// without one: the automation's namespace.
 	DefaultNamespace string
-	// Policies are the policies by key.
-	Policies map[update.PolicyKey]Policy
-	// Holds are the holds found in the checkout's history (see ReadHolds);
-	// only those on a policy's latest version are in force.
-	Holds []gitrepo.Hold
-	// AllowDowngrade lets changes to lower versions through, as
-	// spec.allowDowngrade does.
-	AllowDowngrade bool
+	// Input is what the guard decides by, as for the controller: the
+	// policies by key, the holds found in the checkout's history (see
+	// ReadHolds), the holds released and whether downgrades are allowed.
+	guard.Input
 }
 
 // Entry is one line of a plan: a change, or a refused change, in one file.
@@ -85,8 +51,8 @@ type Entry struct {
 	Old, New string
 	// Digest is the digest written, empty when the markers write none.
 	Digest string
-	// Reason is ReasonHeld or ReasonDowngrade for a refused change.
-	Reason string
+	// Refusal is the rule that refused the change, zero for a change.
+	Refusal guard.RefusalKind
 }
 
 // Plan is what the next run would do.
@@ -94,9 +60,11 @@ type Plan struct {
 	// Changes are the changes the run would make, one per file, policy and
 	// version, in file order.
 	Changes []Entry
-	// Held are the holds in force: reverted versions the policies select.
-	Held []gitrepo.Hold
-	// Refused are the changes the run would not make, with their reason.
+	// Held are the holds in force: reverted versions the policies select,
+	// not released.
+	Held []guard.Hold
+	// Refused are the changes the run would not make, with the rule that
+	// refused them.
 	Refused []Entry
 	// Result is the full dry-run result, with unresolved markers and file
 	// errors.
@@ -106,37 +74,32 @@ type Plan struct {
 // Compute runs the marker rewrite on in.Root as a dry run and returns what
 // it would change. The error is non-nil only when the run could not go on
 // (see update.RewriteMarkers); files with errors are in Plan.Result.
+//
+// The rules are the controller's: the plan makes them with guard.New from
+// in.Input and rewrites with their Check, as a run does.
 func Compute(ctx context.Context, in Input) (*Plan, error) {
-	refs := make(map[update.PolicyKey]update.Ref, len(in.Policies))
-	for key, p := range in.Policies {
-		refs[key] = p.Ref
-	}
-	held := HoldsInForce(in.Holds, refs)
+	rules := guard.New(in.Input)
 	res, err := update.RewriteMarkers(ctx, in.Root, in.Path, update.Options{
-		Policies:         refs,
+		Policies:         rules.Refs(),
 		DefaultNamespace: in.DefaultNamespace,
-		Guard:            Guard(held, in.Policies, in.AllowDowngrade),
+		Guard:            rules.Check,
 		DryRun:           true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("computing changes under %s: %w", in.Path, err)
 	}
-	p := &Plan{Held: held, Result: res}
+	p := &Plan{Held: rules.Held(), Result: res}
 	for _, c := range res.Changes {
-		p.Changes = appendEntry(p.Changes, entryOf(c, ""))
+		p.Changes = appendEntry(p.Changes, entryOf(c, 0))
 	}
 	for _, r := range res.Refused {
-		reason := ReasonDowngrade
-		if strings.HasPrefix(r.Reason, ReasonHeld) {
-			reason = ReasonHeld
-		}
-		p.Refused = appendEntry(p.Refused, entryOf(r.Change, reason))
+		p.Refused = appendEntry(p.Refused, entryOf(r.Change, guard.KindOf(r.Reason)))
 	}
 	return p, nil
 }
 
 // entryOf summarises change c for its file.
-func entryOf(c update.Change, reason string) Entry {
+func entryOf(c update.Change, refusal guard.RefusalKind) Entry {
 	oldVersion, newVersion := update.PolicyUpdate{Policy: c.Policy, Old: c.Old, New: c.New}.Versions()
 	image := c.Latest.Image
 	if image == "" {
@@ -146,7 +109,7 @@ func entryOf(c update.Change, reason string) Entry {
 	if strings.HasSuffix(newVersion, "@"+digest) {
 		digest = ""
 	}
-	return Entry{File: c.File, Policy: c.Policy, Image: image, Old: oldVersion, New: newVersion, Digest: digest, Reason: reason}
+	return Entry{File: c.File, Policy: c.Policy, Image: image, Old: oldVersion, New: newVersion, Digest: digest, Refusal: refusal}
 }
 
 // appendEntry appends e unless entries holds it already: the markers of
@@ -156,59 +119,6 @@ func appendEntry(entries []Entry, e Entry) []Entry {
 		return entries
 	}
 	return append(entries, e)
-}
-
-// HoldsInForce keeps the holds whose policy is among refs and selects the
-// held version, as the controller does; other holds no longer matter.
-func HoldsInForce(holds []gitrepo.Hold, refs map[update.PolicyKey]update.Ref) []gitrepo.Hold {
-	var inForce []gitrepo.Hold
-	for _, h := range holds {
-		ref, ok := refs[parseKey(h.Policy)]
-		if ok && holdsRef(h, ref) {
-			inForce = append(inForce, h)
-		}
-	}
-	return inForce
-}
-
-// Guard refuses changes to held versions and, unless allowDowngrade,
-// changes the policy's ordering ranks below the version in Git. Its reasons
-// are the controller's. Tags the ordering cannot compare are allowed,
-// as the controller allows them.
-// The UpdateAutomation controller uses the same guard, so a plan shows
-// what a run would do.
-func Guard(holds []gitrepo.Hold, policies map[update.PolicyKey]Policy, allowDowngrade bool) update.Guard {
-	return func(c update.Change) (bool, string) {
-		for _, h := range holds {
-			if parseKey(h.Policy) == c.Policy && holdsRef(h, c.Latest) {
-				return false, fmt.Sprintf("held: %s was reverted in %s", h.Version, shortSHA(h.RevertedIn))
-			}
-		}
-		if allowDowngrade || c.Old.Tag == "" || c.Old.Tag == c.New.Tag {
-			return true, ""
-		}
-		o := policies[c.Policy].Ordering
-		if o == nil {
-			return true, ""
-		}
-		order, err := policy.Compare(o.Policy, o.FilterTags, c.Old.Tag, c.New.Tag)
-		if err == nil && order > 0 {
-			return false, fmt.Sprintf("downgrade from %s to %s refused", c.Old.Tag, c.New.Tag)
-		}
-		return true, ""
-	}
-}
-
-// holdsRef reports whether hold h is on ref's tag (or tag@digest, the form
-// of a digest-only update).
-func holdsRef(h gitrepo.Hold, ref update.Ref) bool {
-	return h.Version == ref.Tag || (ref.Digest != "" && h.Version == ref.Tag+"@"+ref.Digest)
-}
-
-// parseKey parses `namespace/name`.
-func parseKey(s string) update.PolicyKey {
-	ns, name, _ := strings.Cut(s, "/")
-	return update.PolicyKey{Namespace: ns, Name: name}
 }
 
 // shortSHA abbreviates a commit SHA, as the controller does.
@@ -249,7 +159,7 @@ func (p *Plan) Lines() []string {
 		lines = append(lines, fmt.Sprintf("held: %s %s (reverted in %s)", h.Policy, h.Version, shortSHA(h.RevertedIn)))
 	}
 	for _, e := range p.Refused {
-		lines = append(lines, fmt.Sprintf("refused: %s: %s %s --> %s (%s)", e.File, e.Policy, e.Old, e.New, e.Reason))
+		lines = append(lines, fmt.Sprintf("refused: %s: %s %s --> %s (%s)", e.File, e.Policy, e.Old, e.New, e.Refusal))
 	}
 	return lines
 }

@@ -9,7 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/plan"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -54,7 +54,7 @@ func newFleet(t *testing.T) (dir, revert string) {
 	commit(t, dir, "Add fleet", fleetFiles)
 	updated := fleetFiles["clusters/prod/agent.yaml"]
 	updated = updated[:len(updated)-len("1.4.1 # {\"$imagepolicy\": \"fleet:agent\"}\n")] + "1.4.2@" + digestB + " # {\"$imagepolicy\": \"fleet:agent\"}\n"
-	commit(t, dir, "Update agent to 1.4.2\n\n"+gitrepo.FormatUpdateTrailer(gitrepo.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
+	commit(t, dir, "Update agent to 1.4.2\n\n"+guard.FormatUpdateTrailer(guard.Update{Policy: "fleet/agent", Old: "1.4.1", New: "1.4.2"}),
 		map[string]string{"clusters/prod/agent.yaml": updated})
 	git(t, dir, "revert", "--no-edit", "HEAD")
 	return dir, git(t, dir, "rev-parse", "HEAD")
@@ -66,7 +66,7 @@ func TestComputeFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holds, branch, err := plan.ReadHolds(dir, "")
+	holds, branch, err := plan.ReadHolds(dir, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestComputeFleet(t *testing.T) {
 			name: "a hold ends when the policy moves on",
 			path: "clusters",
 			mutate: func(in *plan.Input) {
-				in.Policies = map[update.PolicyKey]plan.Policy{key("fleet", "agent"): {Ref: ref("ghcr.io/acme/agent", "1.4.3", "")}}
+				in.Policies = map[update.PolicyKey]guard.Policy{key("fleet", "agent"): {Ref: ref("ghcr.io/acme/agent", "1.4.3", "")}}
 			},
 			want:     []string{"clusters/prod/agent.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.3"},
 			wantCode: plan.ExitChanges,
@@ -134,7 +134,7 @@ func TestComputeFleet(t *testing.T) {
 			name: "a digest-only change",
 			path: "clusters",
 			mutate: func(in *plan.Input) {
-				in.Policies = map[update.PolicyKey]plan.Policy{key("fleet", "web"): {Ref: ref("ghcr.io/acme/web", "1.0.0", digestC)}}
+				in.Policies = map[update.PolicyKey]guard.Policy{key("fleet", "web"): {Ref: ref("ghcr.io/acme/web", "1.0.0", digestC)}}
 			},
 			want:     []string{"clusters/prod/web.yaml: ghcr.io/acme/web 1.0.0@" + digestA + " --> 1.0.0@" + digestC},
 			wantCode: plan.ExitChanges,
@@ -144,7 +144,7 @@ func TestComputeFleet(t *testing.T) {
 			path: "clusters",
 			mutate: func(in *plan.Input) {
 				in.DefaultNamespace = "fleet"
-				in.Policies = map[update.PolicyKey]plan.Policy{key("fleet", "kms"): {Ref: ref("ghcr.io/acme/kms", "2.2.0", "")}}
+				in.Policies = map[update.PolicyKey]guard.Policy{key("fleet", "kms"): {Ref: ref("ghcr.io/acme/kms", "2.2.0", "")}}
 			},
 			want:     []string{"clusters/prod/kms.yaml: ghcr.io/acme/kms 2.1.3 --> 2.2.0"},
 			wantCode: plan.ExitChanges,
@@ -160,7 +160,7 @@ func TestComputeFleet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			before := readTree(t, dir)
-			in := plan.Input{Root: dir, Path: tc.path, Policies: clone(policies), Holds: holds, DefaultNamespace: "elsewhere"}
+			in := plan.Input{Root: dir, Path: tc.path, DefaultNamespace: "elsewhere", Input: guard.Input{Policies: clone(policies), Holds: holds}}
 			if tc.mutate != nil {
 				tc.mutate(&in)
 			}
@@ -180,9 +180,9 @@ func TestComputeFileErrors(t *testing.T) {
 		"clusters/bad.yaml":  "image: ghcr.io/acme/agent:1.4.1 # {\"$imagepolicy\": \"a:b:c:d\"}\n",
 		"clusters/good.yaml": "image: ghcr.io/acme/agent:1.4.1 # {\"$imagepolicy\": \"fleet:agent\"}\n",
 	})
-	p, err := plan.Compute(context.Background(), plan.Input{Root: dir, Path: "clusters", Policies: map[update.PolicyKey]plan.Policy{
+	p, err := plan.Compute(context.Background(), plan.Input{Root: dir, Path: "clusters", Input: guard.Input{Policies: map[update.PolicyKey]guard.Policy{
 		key("fleet", "agent"): {Ref: ref("ghcr.io/acme/agent", "1.4.2", "")},
-	}})
+	}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Lines()).To(Equal([]string{"clusters/good.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.2"}))
 	g.Expect(p.Result.FileErrors).To(HaveLen(1))
@@ -195,7 +195,7 @@ func TestComputeFileErrors(t *testing.T) {
 func TestReadHolds(t *testing.T) {
 	t.Run("not a repository", func(t *testing.T) {
 		g := NewWithT(t)
-		holds, branch, err := plan.ReadHolds(t.TempDir(), "")
+		holds, branch, err := plan.ReadHolds(t.TempDir(), "", "")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(holds).To(BeEmpty())
 		g.Expect(branch).To(BeEmpty())
@@ -204,10 +204,10 @@ func TestReadHolds(t *testing.T) {
 		g := NewWithT(t)
 		dir, revert := newFleet(t)
 		git(t, dir, "checkout", "-q", "--detach", "HEAD")
-		holds, branch, err := plan.ReadHolds(dir, "")
+		holds, branch, err := plan.ReadHolds(dir, "", "")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(branch).To(Equal("HEAD"))
-		g.Expect(holds).To(Equal([]gitrepo.Hold{{Policy: "fleet/agent", Version: "1.4.2", RevertedIn: revert}}))
+		g.Expect(holds).To(Equal([]guard.Hold{{Policy: "fleet/agent", Version: "1.4.2", RevertedIn: revert}}))
 	})
 	t.Run("the local branch wins over its remote-tracking branch", func(t *testing.T) {
 		g := NewWithT(t)
@@ -215,19 +215,49 @@ func TestReadHolds(t *testing.T) {
 		git(t, upstream, "reset", "-q", "--hard", "HEAD~1") // the revert is not upstream
 		dir := filepath.Join(t.TempDir(), "checkout")
 		git(t, filepath.Dir(dir), "clone", "-q", upstream, dir)
-		holds, _, err := plan.ReadHolds(dir, "main")
+		holds, _, err := plan.ReadHolds(dir, "main", "")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(holds).To(BeEmpty())
 		git(t, dir, "revert", "--no-edit", "HEAD")
 		revert := git(t, dir, "rev-parse", "HEAD")
-		holds, _, err = plan.ReadHolds(dir, "main")
+		holds, _, err = plan.ReadHolds(dir, "main", "")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(holds).To(Equal([]gitrepo.Hold{{Policy: "fleet/agent", Version: "1.4.2", RevertedIn: revert}}))
+		g.Expect(holds).To(Equal([]guard.Hold{{Policy: "fleet/agent", Version: "1.4.2", RevertedIn: revert}}))
+	})
+	t.Run("a revert on the push branch, local or origin's", func(t *testing.T) {
+		g := NewWithT(t)
+		upstream, _ := newFleet(t)
+		git(t, upstream, "reset", "-q", "--hard", "HEAD~1") // the revert is not on main
+		git(t, upstream, "checkout", "-q", "-b", "uprev/review")
+		git(t, upstream, "revert", "--no-edit", "HEAD")
+		revert := git(t, upstream, "rev-parse", "HEAD")
+		git(t, upstream, "checkout", "-q", "main")
+		want := []guard.Hold{{Policy: "fleet/agent", Version: "1.4.2", RevertedIn: revert}}
+
+		holds, branch, err := plan.ReadHolds(upstream, "", "")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(branch).To(Equal("main"))
+		g.Expect(holds).To(BeEmpty())
+		holds, _, err = plan.ReadHolds(upstream, "", "uprev/review")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(holds).To(Equal(want))
+
+		// A clone has the push branch as origin/uprev/review only.
+		dir := filepath.Join(t.TempDir(), "checkout")
+		git(t, filepath.Dir(dir), "clone", "-q", upstream, dir)
+		holds, _, err = plan.ReadHolds(dir, "", "uprev/review")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(holds).To(Equal(want))
+
+		// A push branch not created yet holds nothing.
+		holds, _, err = plan.ReadHolds(dir, "", "uprev/next")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(holds).To(BeEmpty())
 	})
 	t.Run("an unknown branch", func(t *testing.T) {
 		g := NewWithT(t)
 		dir, _ := newFleet(t)
-		_, _, err := plan.ReadHolds(dir, "nope")
+		_, _, err := plan.ReadHolds(dir, "nope", "")
 		g.Expect(err).To(MatchError(ContainSubstring(`branch "nope"`)))
 	})
 }
@@ -272,8 +302,8 @@ func ref(image, tag, digest string) update.Ref {
 	return update.Ref{Image: image, Tag: tag, Digest: digest}
 }
 
-func clone(m map[update.PolicyKey]plan.Policy) map[update.PolicyKey]plan.Policy {
-	out := make(map[update.PolicyKey]plan.Policy, len(m))
+func clone(m map[update.PolicyKey]guard.Policy) map[update.PolicyKey]guard.Policy {
+	out := make(map[update.PolicyKey]guard.Policy, len(m))
 	for k, v := range m {
 		out[k] = v
 	}

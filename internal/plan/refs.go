@@ -10,6 +10,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/policy"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -20,7 +21,7 @@ var ErrInvalidRefs = errors.New("invalid refs file")
 // DefaultOrdering is the ordering of a refs file entry without a policy:
 // semantic versions, prereleases included. Tags that are not semantic
 // versions cannot be compared, so changes between them are never refused.
-var DefaultOrdering = Ordering{Policy: imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=0.0.0-0"}}}
+var DefaultOrdering = guard.Ordering{Policy: imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=0.0.0-0"}}}
 
 // RefEntry is one policy in a refs file: the fields of an ImagePolicy's
 // status.latestRef, and optionally the spec fields that order its versions.
@@ -49,7 +50,7 @@ type RefEntry struct {
 //
 // Unknown fields, keys that are not namespace/name, entries without name or
 // tag and invalid orderings are errors wrapping ErrInvalidRefs.
-func ParseRefs(data []byte) (map[update.PolicyKey]Policy, error) {
+func ParseRefs(data []byte) (map[update.PolicyKey]guard.Policy, error) {
 	var entries map[string]RefEntry
 	if err := yaml.UnmarshalStrict(data, &entries); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRefs, err)
@@ -59,7 +60,7 @@ func ParseRefs(data []byte) (map[update.PolicyKey]Policy, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	policies := make(map[update.PolicyKey]Policy, len(entries))
+	policies := make(map[update.PolicyKey]guard.Policy, len(entries))
 	for _, k := range keys {
 		e := entries[k]
 		ns, name, ok := strings.Cut(k, "/")
@@ -80,7 +81,7 @@ func ParseRefs(data []byte) (map[update.PolicyKey]Policy, error) {
 		if _, err := policy.NewFilter(ordering.FilterTags); err != nil {
 			return nil, fmt.Errorf("%w: %s: filterTags: %w", ErrInvalidRefs, k, err)
 		}
-		policies[update.PolicyKey{Namespace: ns, Name: name}] = Policy{
+		policies[update.PolicyKey{Namespace: ns, Name: name}] = guard.Policy{
 			Ref:      update.Ref{Image: e.Name, Tag: e.Tag, Digest: e.Digest},
 			Ordering: &ordering,
 		}
@@ -89,7 +90,7 @@ func ParseRefs(data []byte) (map[update.PolicyKey]Policy, error) {
 }
 
 // ReadRefsFile reads and parses the refs file at path; see ParseRefs.
-func ReadRefsFile(path string) (map[update.PolicyKey]Policy, error) {
+func ReadRefsFile(path string) (map[update.PolicyKey]guard.Policy, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading refs file: %w", err)

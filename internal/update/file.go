@@ -85,8 +85,8 @@ func (rw *rewriter) rewriteFile(file string, src []byte) fileResult {
 	// unit, including changes the guard allowed.
 	var changed []int
 	changes := make(map[int]Change)
-	reasons := make(map[int]string)
-	unitReasons := make(map[unitKey]string)
+	reasons := make(map[int]error)
+	unitReasons := make(map[unitKey]error)
 	for i, st := range sites {
 		if newValues[i] == "" || newValues[i] == st.value {
 			continue
@@ -104,7 +104,7 @@ func (rw *rewriter) rewriteFile(file string, src []byte) fileResult {
 		if rw.guard == nil {
 			continue
 		}
-		if allowed, reason := rw.guard(c); !allowed {
+		if reason := rw.guard(c); reason != nil {
 			reasons[i] = reason
 			if _, seen := unitReasons[k]; !seen {
 				unitReasons[k] = reason

@@ -1,6 +1,7 @@
 package update
 
 import (
+	"errors"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -147,12 +148,12 @@ tag: 1.4.0 # {"$imagepolicy": "ns:agent:tag"}
 digest: sha256:old # {"$imagepolicy": "ns:agent:digest"}
 `
 	var seen []Change
-	guard := func(c Change) (bool, string) {
+	guard := func(c Change) error {
 		seen = append(seen, c)
 		if c.Kind == KindTag && c.OldValue == "1.5.0" {
-			return false, "downgrade"
+			return errors.New("downgrade")
 		}
-		return true, ""
+		return nil
 	}
 	res := rewrite(src, guard)
 	g.Expect(res.errs).To(BeEmpty())
@@ -164,7 +165,7 @@ digest: sha256:old # {"$imagepolicy": "ns:agent:digest"}
 	g.Expect(res.refused).To(HaveLen(2))
 	g.Expect(res.refused[0].Change.Kind).To(Equal(KindTag))
 	g.Expect(res.refused[1].Change.Kind).To(Equal(KindDigest))
-	g.Expect(res.refused[1].Reason).To(Equal("downgrade"))
+	g.Expect(res.refused[1].Reason).To(MatchError("downgrade"))
 	g.Expect(res.changes).To(HaveLen(2))
 	g.Expect(string(res.out)).To(Equal(`values:
   tag: 1.5.0 # {"$imagepolicy": "ns:agent:tag"}
@@ -178,22 +179,22 @@ digest: sha256:abc # {"$imagepolicy": "ns:agent:digest"}
 func TestGuardHold(t *testing.T) {
 	g := NewWithT(t)
 	held := map[PolicyKey]string{agentKey: "1.4.2"}
-	guard := func(c Change) (bool, string) {
+	guard := func(c Change) error {
 		if held[c.Policy] == c.Latest.Tag {
-			return false, "held after revert"
+			return errors.New("held after revert")
 		}
-		return true, ""
+		return nil
 	}
 	res := rewrite("image: ghcr.io/acme/agent:1.4.1 # {\"$imagepolicy\": \"ns:agent\"}\n", guard)
 	g.Expect(res.out).To(BeNil())
-	g.Expect(res.refused).To(ConsistOf(HaveField("Reason", "held after revert")))
+	g.Expect(res.refused).To(ConsistOf(HaveField("Reason", MatchError("held after revert"))))
 }
 
 func TestRewriteFileUnchanged(t *testing.T) {
 	g := NewWithT(t)
-	res := rewrite("image: ghcr.io/acme/agent:1.4.2@sha256:abc # {\"$imagepolicy\": \"ns:agent\"}\n", func(Change) (bool, string) {
+	res := rewrite("image: ghcr.io/acme/agent:1.4.2@sha256:abc # {\"$imagepolicy\": \"ns:agent\"}\n", func(Change) error {
 		t.Error("guard asked about an unchanged value")
-		return true, ""
+		return nil
 	})
 	g.Expect(res).To(Equal(fileResult{}))
 }

@@ -1,6 +1,7 @@
 package update_test
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,11 +31,11 @@ func testPolicies() map[update.PolicyKey]update.Ref {
 
 // refuseDowngrades is a Guard refusing a change whose document held a
 // higher tag than the one written, comparing dotted numbers.
-func refuseDowngrades(c update.Change) (bool, string) {
+func refuseDowngrades(c update.Change) error {
 	if c.Old.Tag != "" && c.New.Tag != "" && compareVersions(c.New.Tag, c.Old.Tag) < 0 {
-		return false, "downgrade from " + c.Old.Tag + " to " + c.New.Tag
+		return errors.New("downgrade from " + c.Old.Tag + " to " + c.New.Tag)
 	}
-	return true, ""
+	return nil
 }
 
 // compareVersions compares v-prefixed dotted numeric versions.

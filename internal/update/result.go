@@ -7,14 +7,16 @@ import (
 	"slices"
 )
 
-// Guard decides whether a change may be written. The caller uses it to
-// refuse downgrades (comparing change.Old.Tag and change.New.Tag by the
-// policy's ordering) and to honour holds (change.Policy held at
-// change.Latest.Tag). A refused change is listed in Result.Refused with the
-// reason and not written. A refusal holds for every change of the same
-// policy in the same YAML document, so that split fields (a Helm values
-// tag: and digest:) never end up from different versions.
-type Guard func(change Change) (allowed bool, reason string)
+// Guard decides whether a change may be written: it returns nil to allow
+// it, or the reason it refuses it. The caller uses it to refuse downgrades
+// (comparing change.Old.Tag and change.New.Tag by the policy's ordering) and
+// to honour holds (change.Policy held at change.Latest.Tag); internal/guard
+// provides one whose reasons are typed refusals. A refused change is listed
+// in Result.Refused with the reason and not written. A refusal holds for
+// every change of the same policy in the same YAML document, so that split
+// fields (a Helm values tag: and digest:) never end up from different
+// versions.
+type Guard func(change Change) error
 
 // Change is one marked value that a run changes.
 type Change struct {
@@ -66,7 +68,7 @@ type Refusal struct {
 	// Reason is the Guard's reason, or, for a change refused because another
 	// change of the same policy in the same document was refused, that
 	// change's reason.
-	Reason string
+	Reason error
 }
 
 // Unresolved is a valid marker that was left alone because there was

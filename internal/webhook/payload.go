@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/uprev-dev/uprev/internal/gitrepo"
 )
 
 // ErrMalformed is wrapped by every error about a payload that cannot be
@@ -236,23 +239,18 @@ func appendPush(pushes []ImagePush, p ImagePush) []ImagePush {
 
 // GitPush is a push a Git server notification reports.
 type GitPush struct {
-	// Repositories are the pushed repository's URLs, normalised by
-	// NormaliseGitURL (a server reports several: HTTPS, SSH, web).
+	// Repositories are the keys (gitrepo.RepoKey) of the pushed
+	// repository's URLs; a server reports several: HTTPS, SSH, web.
 	Repositories []string
 	// Ref is the pushed ref (refs/heads/main), empty when not reported.
 	Ref string
 }
 
-// Matches reports whether repoURL (a spec.git.url) is the pushed
-// repository.
+// Matches reports whether repoURL (a spec.git.url) is one of the pushed
+// repository's URLs, compared by gitrepo.RepoKey as the clone cache and the
+// manager's own push notices compare them.
 func (p GitPush) Matches(repoURL string) bool {
-	n := NormaliseGitURL(repoURL)
-	for _, r := range p.Repositories {
-		if r == n {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(p.Repositories, gitrepo.RepoKey(repoURL))
 }
 
 // gitPushEvent holds the fields of GitHub, Gitea/Forgejo and GitLab push
@@ -303,45 +301,12 @@ func ParseGitPush(h http.Header, body []byte) (*GitPush, error) {
 	}
 	push := &GitPush{Ref: ev.Ref}
 	for _, u := range append(ev.Repository.all(), ev.Project.all()...) {
-		if n := NormaliseGitURL(u); n != "" && !push.Matches(u) {
-			push.Repositories = append(push.Repositories, n)
+		if key := gitrepo.RepoKey(u); key != "" && !slices.Contains(push.Repositories, key) {
+			push.Repositories = append(push.Repositories, key)
 		}
 	}
 	if len(push.Repositories) == 0 {
 		return nil, fmt.Errorf("%w: push event without a repository URL", ErrMalformed)
 	}
 	return push, nil
-}
-
-// NormaliseGitURL reduces a repository URL to host/path for comparison:
-// scheme, user, port and a trailing .git or / are dropped, and the result is
-// lower case, so that https://git.example.com/Platform/fleet.git,
-// ssh://git@git.example.com:2222/platform/fleet and
-// git@git.example.com:platform/fleet.git are the same repository. It returns
-// "" for something that is not a repository URL.
-func NormaliseGitURL(s string) string {
-	s = strings.TrimSpace(s)
-	var host, path string
-	if strings.Contains(s, "://") {
-		u, err := url.Parse(s)
-		if err != nil {
-			return ""
-		}
-		host, path = u.Hostname(), u.Path
-	} else {
-		// scp-like syntax: [user@]host:path
-		at := strings.LastIndex(s, "@")
-		hostPath := s[at+1:]
-		var ok bool
-		host, path, ok = strings.Cut(hostPath, ":")
-		if !ok {
-			return ""
-		}
-	}
-	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
-	path = strings.Trim(path, "/")
-	if host == "" || path == "" {
-		return ""
-	}
-	return strings.ToLower(host + "/" + path)
 }

@@ -121,19 +121,19 @@ func TestParseGitPush(t *testing.T) {
 			header: map[string]string{"X-GitHub-Event": "push"},
 			body: `{"ref":"refs/heads/main","repository":{"full_name":"acme/fleet","clone_url":"https://github.com/acme/fleet.git",
 				"ssh_url":"git@github.com:acme/fleet.git","git_url":"git://github.com/acme/fleet.git","html_url":"https://github.com/acme/fleet"}}`,
-			want: &webhook.GitPush{Ref: "refs/heads/main", Repositories: []string{"github.com/acme/fleet"}},
+			want: &webhook.GitPush{Ref: "refs/heads/main", Repositories: []string{"https://github.com/acme/fleet", "ssh://github.com/acme/fleet", "git://github.com/acme/fleet"}},
 		},
 		{
 			name:   "GitLab",
 			header: map[string]string{"X-Gitlab-Event": "Push Hook"},
 			body: `{"object_kind":"push","ref":"refs/heads/main","project":{"git_http_url":"https://gitlab.example.com/platform/fleet.git",
 				"git_ssh_url":"ssh://git@gitlab.example.com:2222/platform/fleet.git","web_url":"https://gitlab.example.com/platform/fleet"}}`,
-			want: &webhook.GitPush{Ref: "refs/heads/main", Repositories: []string{"gitlab.example.com/platform/fleet"}},
+			want: &webhook.GitPush{Ref: "refs/heads/main", Repositories: []string{"https://gitlab.example.com/platform/fleet", "ssh://gitlab.example.com:2222/platform/fleet"}},
 		},
 		{
 			name: "Gitea without event header",
 			body: `{"ref":"refs/tags/v1","repository":{"clone_url":"http://git.local:3000/Platform/Fleet.git","ssh_url":"git@git.internal:platform/fleet.git"}}`,
-			want: &webhook.GitPush{Ref: "refs/tags/v1", Repositories: []string{"git.local/platform/fleet", "git.internal/platform/fleet"}},
+			want: &webhook.GitPush{Ref: "refs/tags/v1", Repositories: []string{"http://git.local:3000/Platform/Fleet", "ssh://git.internal/platform/fleet"}},
 		},
 		{name: "GitHub ping", header: map[string]string{"X-GitHub-Event": "ping"}, body: `{"zen":"x"}`},
 		{name: "GitLab merge request", header: map[string]string{"X-Gitlab-Event": "Merge Request Hook"}, body: `{}`},
@@ -158,19 +158,21 @@ func TestParseGitPush(t *testing.T) {
 	}
 }
 
-func TestNormaliseGitURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://git.example.com/platform/fleet.git":      "git.example.com/platform/fleet",
-		"https://user:pw@Git.Example.com/Platform/fleet/": "git.example.com/platform/fleet",
-		"ssh://git@git.example.com:2222/platform/fleet":   "git.example.com/platform/fleet",
-		"git@git.example.com:platform/fleet.git":          "git.example.com/platform/fleet",
-		"http://10.0.0.1:3000/fleet":                      "10.0.0.1/fleet",
-		"https://git.example.com/":                        "",
-		"fleet":                                           "",
-		"":                                                "",
-		"://":                                             "",
+func TestGitPushMatches(t *testing.T) {
+	push := webhook.GitPush{Repositories: []string{"https://git.example.com/platform/fleet", "ssh://git.example.com/platform/fleet"}}
+	for url, want := range map[string]bool{
+		"https://git.example.com/platform/fleet.git":      true,
+		"https://user:pw@Git.Example.com/platform/fleet/": true,
+		"https://git.example.com:443/platform/fleet":      true,
+		"ssh://git@git.example.com/platform/fleet":        true,
+		"git@git.example.com:platform/fleet.git":          true,
+		"ssh://git@git.example.com:2222/platform/fleet":   false,
+		"http://git.example.com/platform/fleet":           false,
+		"https://git.example.com/platform/apps":           false,
+		"https://git.example.com/Platform/fleet":          false,
+		"":                                                false,
 	} {
-		NewWithT(t).Expect(webhook.NormaliseGitURL(in)).To(Equal(want), in)
+		NewWithT(t).Expect(push.Matches(url)).To(Equal(want), url)
 	}
 }
 

@@ -193,7 +193,7 @@ func TestGitPushTriggersSyncsAndAutomations(t *testing.T) {
 		Spec: uprevv1.UpdateAutomationSpec{
 			Interval: metav1.Duration{Duration: time.Hour},
 			Git: uprevv1.GitSpec{
-				GitSource: uprevv1.GitSource{URL: "http://git.example.com/platform/fleet", Ref: uprevv1.GitRef{Branch: "main"}},
+				GitSource: uprevv1.GitSource{URL: "ssh://git@git.example.com/platform/fleet", Ref: uprevv1.GitRef{Branch: "main"}},
 				Commit:    uprevv1.CommitSpec{Author: uprevv1.CommitUser{Name: "uprev", Email: "uprev@example.com"}},
 			},
 		},

@@ -1,0 +1,34 @@
+package guard
+
+import "strings"
+
+// Releases are the holds that an UpdateAutomation's annotation
+// uprev.dev/release-holds releases: the automation writes a released
+// version again if its policy still selects it.
+type Releases struct {
+	all     bool
+	entries map[string]bool
+}
+
+// ParseReleases reads the annotation's value: `*` releases every hold;
+// otherwise comma-separated `<namespace>/<policy> <version>` entries each
+// release one, white space around and between the two fields not
+// mattering. An empty value releases nothing.
+func ParseReleases(annotation string) Releases {
+	r := Releases{entries: map[string]bool{}}
+	for _, entry := range strings.Split(annotation, ",") {
+		fields := strings.Fields(entry)
+		switch {
+		case len(fields) == 1 && fields[0] == "*":
+			r.all = true
+		case len(fields) == 2:
+			r.entries[fields[0]+" "+fields[1]] = true
+		}
+	}
+	return r
+}
+
+// Released reports whether h is released.
+func (r Releases) Released(h Hold) bool {
+	return r.all || r.entries[h.Policy+" "+h.Version]
+}
