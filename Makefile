@@ -32,12 +32,12 @@ bench: controlplane
 ## fuzz: every fuzz target for FUZZTIME each, one after another (rates in docs/benchmarks.md).
 FUZZTIME ?= 1m
 # FUZZ_TARGETS is every fuzz target, as <package>:<name>. None needs a
-# control plane. A new target is one more line here, such as
-# ./internal/kubeconfig:FuzzCheckKubeConfig once that package exists.
+# control plane. A new target is one more line here.
 FUZZ_TARGETS := \
 	./internal/crds:FuzzExtractArtifact \
 	./internal/crds:FuzzParseDocument \
-	./internal/gitrepo:FuzzParseUpdateTrailers \
+	./internal/guard:FuzzParseUpdateTrailers \
+	./internal/kubeconfig:FuzzRESTConfig \
 	./internal/policy:FuzzSelectLatest \
 	./internal/update:FuzzParseMarker \
 	./internal/update:FuzzRewrite \

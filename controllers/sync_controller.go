@@ -14,7 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,6 +124,8 @@ type syncRun struct {
 	done int
 	// pause is the wait before the next wave may start, when it is waiting.
 	pause time.Duration
+	// statusMu serialises the status writes of a wave's targets.
+	statusMu sync.Mutex
 	// appliers are the targets' Appliers by target name; a target whose
 	// Applier could not be had has its error in connectErrs instead.
 	appliers    map[string]*apply.Applier
@@ -238,13 +242,18 @@ func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
 // applyWave applies the revision to every target of a wave at once and
 // records each target's status; it fails when any target failed.
 func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []uprevv1.Target) error {
+	// What each target held is read before any target may write status.
+	previous := make([][]apply.Entry, len(wave))
+	for i, target := range wave {
+		previous[i] = previousInventory(run.sync, target.Name)
+	}
 	results := make([]targetResult, len(wave))
 	var wg sync.WaitGroup
 	for i, target := range wave {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = r.applyTarget(ctx, run, target)
+			results[i] = r.applyTarget(ctx, run, target, previous[i])
 		}()
 	}
 	wg.Wait()
@@ -277,7 +286,7 @@ type targetResult struct {
 }
 
 // applyTarget applies the revision to one target.
-func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target) targetResult {
+func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target, previous []apply.Entry) targetResult {
 	res := targetResult{target: target}
 	applier, ok := run.appliers[target.Name]
 	if !ok {
@@ -285,8 +294,43 @@ func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target u
 		return res
 	}
 	opts := r.applyOptions(run.sync, target)
-	res.result, res.err = applier.Apply(ctx, run.objects, previousInventory(run.sync, target.Name), opts)
+	opts.BeforeWrite = func(ctx context.Context, inventory []apply.Entry) error {
+		return r.recordInventory(ctx, run, target.Name, inventory)
+	}
+	res.result, res.err = applier.Apply(ctx, run.objects, previous, opts)
 	return res
+}
+
+// recordInventory writes a target's inventory into status before the
+// target is written to, with Reconciling=True saying what is being
+// applied, so that a manager that dies mid-apply prunes, on its next run,
+// what it had written, and a person watching sees the apply under way.
+func (r *SyncReconciler) recordInventory(ctx context.Context, run *syncRun, target string, inventory []apply.Entry) error {
+	run.statusMu.Lock()
+	defer run.statusMu.Unlock()
+	s := run.sync
+	before := s.DeepCopy()
+	ts := targetStatus(s, target)
+	ts.Inventory = ts.Inventory[:0]
+	for _, e := range inventory {
+		ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
+	}
+	conditions.MarkReconciling(s, meta.ProgressingReason, "applying %s to %s", run.revision, target)
+	if err := r.Status().Patch(ctx, s, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("patching the inventory of target %s: %w", target, err)
+	}
+	return nil
+}
+
+// targetStatus returns the status of a target, adding it when missing.
+func targetStatus(s *uprevv1.Sync, target string) *uprevv1.TargetStatus {
+	for i := range s.Status.Targets {
+		if s.Status.Targets[i].Name == target {
+			return &s.Status.Targets[i]
+		}
+	}
+	s.Status.Targets = append(s.Status.Targets, uprevv1.TargetStatus{Name: target})
+	return &s.Status.Targets[len(s.Status.Targets)-1]
 }
 
 // applyOptions are the options of applying a Sync to one target: the
@@ -361,17 +405,7 @@ func previousInventory(s *uprevv1.Sync, target string) []apply.Entry {
 // when something changed in the cluster.
 func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
 	s := run.sync
-	i := -1
-	for j, t := range s.Status.Targets {
-		if t.Name == res.target.Name {
-			i = j
-		}
-	}
-	if i < 0 {
-		s.Status.Targets = append(s.Status.Targets, uprevv1.TargetStatus{Name: res.target.Name})
-		i = len(s.Status.Targets) - 1
-	}
-	ts := &s.Status.Targets[i]
+	ts := targetStatus(s, res.target.Name)
 	ts.LastAttemptedRevision = run.revision
 	if res.result.Inventory != nil {
 		ts.Inventory = ts.Inventory[:0]

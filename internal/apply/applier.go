@@ -81,6 +81,13 @@ type Options struct {
 	// DefaultNamespace is given to namespaced objects that have none;
 	// "default" when empty.
 	DefaultNamespace string
+	// BeforeWrite, when set, is called once the set is validated and
+	// before anything is written, with every object the cluster may hold
+	// of this and the previous inventory once writing starts. A caller
+	// that records it before returning can prune what a crash in the
+	// middle of the writes left behind. An error stops the Apply with
+	// nothing written.
+	BeforeWrite func(ctx context.Context, inventory []Entry) error
 }
 
 // Applier applies sets of objects to one cluster. It is safe for
@@ -258,6 +265,11 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 	}()
 	if len(v.failures) > 0 {
 		return result, &ValidationError{Failures: v.failures}
+	}
+	if opts.BeforeWrite != nil && len(v.changed)+len(v.deferred) > 0 {
+		if err := opts.BeforeWrite(ctx, union(previous, inventory(set))); err != nil {
+			return result, fmt.Errorf("recording the inventory before writing: %w", err)
+		}
 	}
 
 	applyOpts := ssa.DefaultApplyOptions()
