@@ -316,7 +316,9 @@ func (r *SyncReconciler) recordInventory(ctx context.Context, run *syncRun, targ
 		ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
 	}
 	conditions.MarkReconciling(s, meta.ProgressingReason, "applying %s to %s", run.revision, target)
-	if err := r.Status().Patch(ctx, s, client.MergeFrom(before)); err != nil {
+	// A copy is patched: the response must not overwrite what the other
+	// targets of the wave read from the Sync.
+	if err := r.Status().Patch(ctx, s.DeepCopy(), client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("patching the inventory of target %s: %w", target, err)
 	}
 	return nil
