@@ -14,9 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fluxcd/pkg/apis/meta"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -302,9 +300,8 @@ func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target u
 }
 
 // recordInventory writes a target's inventory into status before the
-// target is written to, with Reconciling=True saying what is being
-// applied, so that a manager that dies mid-apply prunes, on its next run,
-// what it had written, and a person watching sees the apply under way.
+// target is written to, so that a manager that dies mid-apply prunes, on
+// its next run, what it had written.
 func (r *SyncReconciler) recordInventory(ctx context.Context, run *syncRun, target string, inventory []apply.Entry) error {
 	run.statusMu.Lock()
 	defer run.statusMu.Unlock()
@@ -315,7 +312,6 @@ func (r *SyncReconciler) recordInventory(ctx context.Context, run *syncRun, targ
 	for _, e := range inventory {
 		ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
 	}
-	conditions.MarkReconciling(s, meta.ProgressingReason, "applying %s to %s", run.revision, target)
 	// A copy is patched: the response must not overwrite what the other
 	// targets of the wave read from the Sync.
 	if err := r.Status().Patch(ctx, s.DeepCopy(), client.MergeFrom(before)); err != nil {

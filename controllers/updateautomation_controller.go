@@ -134,6 +134,9 @@ type automationRun struct {
 	rules *guard.Rules
 	// crds are the CRD bundles read for this run.
 	crds []*crdBundle
+	// crdsRead and rewritten say which of the later phases ran to the end:
+	// the CRD bundles were read, the marked files were rewritten.
+	crdsRead, rewritten bool
 	// result is the rewrite that went into the pushed commit (or would
 	// have, when nothing changed).
 	result update.Result
@@ -156,12 +159,13 @@ func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automat
 			run.session.Close()
 		}
 	}()
+	// Status follows whatever the run found, also when it stopped part-way.
+	defer r.recordStatus(ctx, run)
 	for _, phase := range phases {
 		if err := phase(ctx, run); err != nil {
 			return err
 		}
 	}
-	r.recordStatus(ctx, run)
 	if errs := run.result.FileErrors; len(errs) > 0 {
 		return degraded(uprevv1.UpdateFailedReason, fmt.Errorf("%d files left as they were: %w", len(errs), run.result.Err()))
 	}
@@ -224,9 +228,17 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 }
 
 // forget drops what the reconciler keeps for a deleted automation: its
-// claim on the kept clone, which is then removed once no one else uses it.
+// claim on the kept clone, which is then removed once no one else uses it,
+// and its CRD bundles.
 func (r *UpdateAutomationReconciler) forget(key types.NamespacedName) {
 	r.Clones.Release(cloneOwner("UpdateAutomation", key))
+	prefix := key.String() + " crds["
+	r.bundles.Range(func(slot, _ any) bool {
+		if strings.HasPrefix(slot.(string), prefix) {
+			r.bundles.Delete(slot)
+		}
+		return true
+	})
 }
 
 // readHolds finds the versions people reverted, on the branch and on the
@@ -268,6 +280,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 			Guard:            run.rules.Check,
 		})
 		run.result = res
+		run.rewritten = err == nil
 		if err != nil {
 			if errors.Is(err, update.ErrPathEscapesRoot) {
 				return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.update.path: %w", err))
@@ -320,42 +333,63 @@ func commitMessage(t *template.Template, auto *uprevv1.UpdateAutomation, res upd
 }
 
 // recordStatus writes what the run saw and did into status, and records
-// events for a push and for refused downgrades.
+// events for new refusals and for a push.
 func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *automationRun) {
 	auto := run.auto
-	auto.Status.ObservedPolicies = map[string]uprevv1.ImageRef{}
-	for key, pol := range run.policies {
-		ref := pol.Status.LatestRef
-		auto.Status.ObservedPolicies[key.Name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}
-	}
-	auto.Status.CRDs = crdStatus(run)
-	auto.Status.Holds = nil
-	for _, h := range run.rules.Held() {
-		auto.Status.Holds = append(auto.Status.Holds, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
-	}
 	before := auto.Status.RefusedDowngrades
-	auto.Status.RefusedDowngrades = nil
-	for _, refusal := range run.result.Refused {
-		if guard.KindOf(refusal.Reason) != guard.RefusalDowngrade {
-			continue
-		}
-		c := refusal.Change
-		d := uprevv1.RefusedDowngrade{Policy: c.Policy.String(), File: c.File, Current: c.Old.Tag, Selected: c.New.Tag}
-		auto.Status.RefusedDowngrades = append(auto.Status.RefusedDowngrades, d)
+	auto.Status = automationStatus(auto.Status, run, metav1.Now())
+	for _, d := range auto.Status.RefusedDowngrades {
 		if !slices.Contains(before, d) {
 			r.Events.Eventf(auto, nil, corev1.EventTypeWarning, "DowngradeRefused", "Update",
-				"%s: %s stays at %s; the policy selects the lower %s (set spec.allowDowngrade to allow it)", c.File, c.Policy, c.Old.Tag, c.New.Tag)
+				"%s: %s stays at %s; the policy selects the lower %s (set spec.allowDowngrade to allow it)", d.File, d.Policy, d.Current, d.Selected)
 		}
 	}
 	if run.commit != "" {
 		r.pushes.pushed(ctx, auto.Spec.Git.URL, auto.PushBranch())
-		now := metav1.Now()
-		auto.Status.LastPushCommit = run.commit
-		auto.Status.LastPushTime = &now
 		r.Events.Eventf(auto, nil, corev1.EventTypeNormal, "Pushed", "Push",
 			"Pushed commit %s to %s: %s", shortSHA(run.commit), auto.PushBranch(), update.Subject(update.CommitData{Updates: run.result.Updates()}))
 		ctrl.LoggerFrom(ctx).Info("Pushed commit", "commit", run.commit, "branch", auto.PushBranch(), "changes", len(run.result.Changes))
 	}
+}
+
+// automationStatus returns the status a run leaves: what each phase that
+// ran to the end found replaces what an earlier run had found, and what a
+// phase that did not get so far would have found stays as it was. It is
+// pure, so every way a run can end is covered by table tests.
+func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, now metav1.Time) uprevv1.UpdateAutomationStatus {
+	st := *prev.DeepCopy()
+	if run.policies != nil {
+		st.ObservedPolicies = map[string]uprevv1.ImageRef{}
+		for key, pol := range run.policies {
+			ref := pol.Status.LatestRef
+			st.ObservedPolicies[key.Name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}
+		}
+	}
+	if run.rules != nil {
+		st.Holds = nil
+		for _, h := range run.rules.Held() {
+			st.Holds = append(st.Holds, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
+		}
+	}
+	if run.crdsRead {
+		st.CRDs = crdStatus(run)
+	}
+	if run.rewritten {
+		st.RefusedDowngrades = nil
+		for _, refusal := range run.result.Refused {
+			if guard.KindOf(refusal.Reason) != guard.RefusalDowngrade {
+				continue
+			}
+			c := refusal.Change
+			st.RefusedDowngrades = append(st.RefusedDowngrades,
+				uprevv1.RefusedDowngrade{Policy: c.Policy.String(), File: c.File, Current: c.Old.Tag, Selected: c.New.Tag})
+		}
+	}
+	if run.commit != "" {
+		st.LastPushCommit = run.commit
+		st.LastPushTime = &now
+	}
+	return st
 }
 
 // summary is the Ready message of a successful run.

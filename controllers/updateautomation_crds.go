@@ -85,6 +85,7 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 		}
 		run.crds = append(run.crds, &crdBundle{spec: entry, policy: key, version: pol.Status.LatestRef.Tag, bundle: bundle})
 	}
+	run.crdsRead = true
 	return nil
 }
 
