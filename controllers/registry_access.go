@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/registry"
 )
 
@@ -66,7 +67,7 @@ func secretData(ctx context.Context, c client.Reader, namespace, name string) (m
 	var s corev1.Secret
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, transient(imagev1.AuthenticationFailedReason, fmt.Errorf("secret %s/%s not found", namespace, name))
+			return nil, transient(uprevv1.SecretNotFoundReason, fmt.Errorf("secret %s/%s not found", namespace, name))
 		}
 		return nil, fmt.Errorf("reading secret %s/%s: %w", namespace, name, err)
 	}

@@ -204,3 +204,16 @@ func armored(g Gomega, blockType string, serialize func(w io.Writer) error) []by
 	g.Expect(w.Close()).To(Succeed())
 	return b.Bytes()
 }
+
+func TestMissingGitSecretHasItsOwnReason(t *testing.T) {
+	g := NewWithT(t)
+	f := pendingUpdate(t)
+	auto := newAutomation(t, f.ns, f.url, withSecret("not-created-yet"))
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, auto)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(uprevv1.SecretNotFoundReason))
+		g.Expect(c.Message).To(ContainSubstring("not-created-yet"))
+		g.Expect(conditions.IsStalled(auto)).To(BeFalse(), "retried until the Secret appears")
+	}).Should(Succeed())
+}

@@ -6,13 +6,10 @@ const Finalizer = "uprev.dev/finalizer"
 
 // Reasons of the Ready, Reconciling and Stalled conditions of uprev's kinds.
 const (
-	// SucceededReason: the last run did what it should.
-	SucceededReason = "Succeeded"
-	// ProgressingReason: a run is under way.
-	ProgressingReason = "Progressing"
 	// InvalidSpecReason: the spec cannot work as written.
 	InvalidSpecReason = "InvalidSpec"
-	// SecretNotFoundReason: a referenced Secret is missing or lacks a key.
+	// SecretNotFoundReason: a referenced Secret (registry, Git, signing
+	// key, kubeconfig) is missing; retried until it appears.
 	SecretNotFoundReason = "SecretNotFound"
 	// KubeConfigRefusedReason: a target's kubeconfig would run a plugin,
 	// read a file or skip TLS verification, which the manager's flags do
