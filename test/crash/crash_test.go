@@ -9,8 +9,6 @@ package crash
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/controllers"
-	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -53,15 +49,8 @@ func agent(ns, image string) string {
 func TestManagerSurvivesSIGKILL(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	c := cluster.StartT(t)
-	kubeconfig, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
-	scheme, err := controllers.NewScheme()
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	c := manager.StartCluster(t)
+	kubeconfigPath, k8s := c.KubeConfigPath, c.Client
 
 	const ns = "crash"
 	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())

@@ -5,8 +5,6 @@ package restart
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/uprev-dev/uprev/controllers"
-	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -26,15 +22,8 @@ import (
 func TestRestartedManagerAnswersFromStoredTags(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	c := cluster.StartT(t)
-	kubeconfig, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
-	scheme, err := controllers.NewScheme()
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	c := manager.StartCluster(t)
+	kubeconfigPath, k8s := c.KubeConfigPath, c.Client
 
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/agent", "1.0.0", "1.1.0", "2.0.0")

@@ -10,6 +10,11 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 )
 
 var (
@@ -112,4 +117,38 @@ func (p *Process) Logs(t testing.TB) string {
 		t.Fatalf("reading the manager's log: %v", err)
 	}
 	return string(out)
+}
+
+// Cluster is a control plane started for a test of the manager binary.
+type Cluster struct {
+	*cluster.Cluster
+	// KubeConfigPath is an administrator's kubeconfig file, for the
+	// manager's KUBECONFIG.
+	KubeConfigPath string
+	// Client reaches the cluster as an administrator, with every kind
+	// uprev serves.
+	Client client.Client
+}
+
+// StartCluster starts a control plane for one test, stopped when it ends.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	c := cluster.StartT(t)
+	kubeconfig, err := c.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{Cluster: c, KubeConfigPath: path, Client: k8s}
 }
