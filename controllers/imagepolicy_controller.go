@@ -105,7 +105,7 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	st := statusFields{&pol.Status.ObservedGeneration, &pol.Status.ReconcileRequestStatus}
-	return r.run(ctx, pol, st, pol.Spec.Suspend, func(ctx context.Context) outcome {
+	return r.run(ctx, pol, st, pol.Spec.Suspend, func(ctx context.Context, _ progressFunc) outcome {
 		return r.reconcile(ctx, pol)
 	})
 }

@@ -84,7 +84,7 @@ func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	st := statusFields{&repo.Status.ObservedGeneration, &repo.Status.ReconcileRequestStatus}
-	return r.run(ctx, repo, st, repo.Spec.Suspend, func(ctx context.Context) outcome {
+	return r.run(ctx, repo, st, repo.Spec.Suspend, func(ctx context.Context, _ progressFunc) outcome {
 		return r.reconcile(ctx, repo)
 	})
 }

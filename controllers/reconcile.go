@@ -37,12 +37,19 @@ type reconciler struct {
 	Events events.EventRecorder
 }
 
+// progressFunc marks an object Reconciling=True with a message saying what
+// long work starts now, and patches it at once, so a person watching sees
+// it. A failed patch is logged, not returned: the work goes on.
+type progressFunc func(ctx context.Context, format string, args ...any)
+
 // run is the one reconcile shape of every kind: a serial patcher, the
 // suspend check, the kind's reconcile, then status (conditions,
 // observedGeneration, the handled reconcile request) written once by a
-// final patch, and an event when readiness changes.
+// final patch, and an event when readiness changes. The reconcile may
+// report progress before long work through the serial patcher, whose
+// final patch then clears it.
 func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields, suspended bool,
-	reconcile func(context.Context) outcome) (ctrl.Result, error) {
+	reconcile func(context.Context, progressFunc) outcome) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if suspended {
 		log.Info("Reconciliation is suspended")
@@ -51,8 +58,15 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 	patcher := patch.NewSerialPatcher(obj, r.Client)
 	wasReady := conditions.Get(obj, meta.ReadyCondition)
 
+	progress := func(ctx context.Context, format string, args ...any) {
+		conditions.MarkReconciling(obj, meta.ProgressingReason, format, args...)
+		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{meta.ReconcilingCondition}},
+			patch.WithFieldOwner(fieldManager)); err != nil {
+			log.Error(err, "Reporting progress")
+		}
+	}
 	start := time.Now()
-	o := reconcile(ctx)
+	o := reconcile(ctx, progress)
 
 	if setConditions(obj, o) {
 		*st.observedGeneration = obj.GetGeneration()

@@ -100,8 +100,8 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
-	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context) outcome {
-		run := &syncRun{sync: s}
+	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
+		run := &syncRun{sync: s, progress: progress}
 		err := r.reconcile(ctx, run)
 		o := outcome{err: err, message: run.summary(), requeueAfter: s.Spec.Interval.Duration}
 		if run.pause > 0 && err == nil {
@@ -122,6 +122,8 @@ type syncRun struct {
 	done int
 	// pause is the wait before the next wave may start, when it is waiting.
 	pause time.Duration
+	// progress reports long work in status.
+	progress progressFunc
 	// statusMu serialises the status writes of a wave's targets.
 	statusMu sync.Mutex
 	// appliers are the targets' Appliers by target name; a target whose
@@ -229,6 +231,7 @@ func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
 				return nil
 			}
 		}
+		run.progress(ctx, "applying %s to %s", run.revision, targetNames(wave))
 		if err := r.applyWave(ctx, run, wave); err != nil {
 			return err
 		}
@@ -274,6 +277,15 @@ func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []upr
 		return transient(uprevv1.HealthCheckFailedReason, err)
 	}
 	return transient(uprevv1.ApplyFailedReason, err)
+}
+
+// targetNames lists the names of targets.
+func targetNames(targets []uprevv1.Target) string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // targetResult is what applying to one target gave.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -186,4 +189,25 @@ func TestDeletedSyncsAndAutomationsLeaveNoClone(t *testing.T) {
 	}
 	g.Expect(k8s.Delete(context.Background(), auto)).To(Succeed())
 	g.Eventually(cloneDirs).WithTimeout(time.Minute).ShouldNot(ContainElement(ours[0]), "no clone of a repository no live object uses, within a minute")
+}
+
+func TestSyncShowsReconcilingDuringAHealthWait(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	// No kubelet runs here: the Deployment never becomes available, so the
+	// health wait lasts until the timeout.
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/deploy.yaml": deployment(ns, "agent", "acme/agent:1.0.0")})
+	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+		s.Spec.Wait = true
+		s.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Minute}
+	})
+	tip := srv.Log(t, "fleet", "main")[0].SHA
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		c := conditions.Get(s, meta.ReconcilingCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(Equal("applying main@sha1:" + tip + " to local"))
+	}).Should(Succeed(), "a person watching sees the apply under way")
 }

@@ -10,7 +10,8 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
 
-func targetNames(waves [][]uprevv1.Target) [][]string {
+// waveNames lists the target names of each wave.
+func waveNames(waves [][]uprevv1.Target) [][]string {
 	var out [][]string
 	for _, w := range waves {
 		var names []string
@@ -50,7 +51,7 @@ func TestRolloutWaves(t *testing.T) {
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(targetNames(waves)).To(Equal(tc.want))
+			g.Expect(waveNames(waves)).To(Equal(tc.want))
 		})
 	}
 }

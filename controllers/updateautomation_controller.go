@@ -111,8 +111,8 @@ func (r *UpdateAutomationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	st := statusFields{&auto.Status.ObservedGeneration, &auto.Status.ReconcileRequestStatus}
-	return r.run(ctx, auto, st, auto.Spec.Suspend, func(ctx context.Context) outcome {
-		run := &automationRun{auto: auto}
+	return r.run(ctx, auto, st, auto.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
+		run := &automationRun{auto: auto, progress: progress}
 		err := r.reconcile(ctx, run)
 		return outcome{err: err, message: run.summary(), requeueAfter: auto.Spec.Interval.Duration}
 	})
@@ -120,7 +120,9 @@ func (r *UpdateAutomationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 
 // automationRun is the state one run's phases share.
 type automationRun struct {
-	auto     *uprevv1.UpdateAutomation
+	auto *uprevv1.UpdateAutomation
+	// progress reports long work in status.
+	progress progressFunc
 	template *template.Template
 	// policies are the selected, ready policies by key.
 	policies map[update.PolicyKey]*imagev1.ImagePolicy
@@ -296,6 +298,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		}
 		return commitMessage(run.template, auto, res, crdLines)
 	}
+	run.progress(ctx, "writing back to %s", auto.PushBranch())
 	run.commit, err = run.session.WriteBack(ctx, opts, edit)
 	if err != nil {
 		var stall *stalledError
