@@ -276,6 +276,10 @@ func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []upr
 	if errors.As(err, &health) {
 		return transient(uprevv1.HealthCheckFailedReason, err)
 	}
+	var retry *transientError
+	if errors.As(err, &retry) && retry.reason == uprevv1.SecretNotFoundReason {
+		return transient(uprevv1.SecretNotFoundReason, err)
+	}
 	return transient(uprevv1.ApplyFailedReason, err)
 }
 

@@ -211,3 +211,20 @@ func TestSyncShowsReconcilingDuringAHealthWait(t *testing.T) {
 		g.Expect(c.Message).To(Equal("applying main@sha1:" + tip + " to local"))
 	}).Should(Succeed(), "a person watching sees the apply under way")
 }
+
+func TestSyncMissingKubeConfigSecretHasItsOwnReason(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	s := newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
+		s.Spec.Targets = []uprevv1.Target{{Name: "eu-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu-1-not-yet")}}}
+	})
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, s)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(uprevv1.SecretNotFoundReason))
+		g.Expect(c.Message).To(ContainSubstring("eu-1-not-yet"))
+		g.Expect(conditions.IsStalled(s)).To(BeFalse(), "retried until the Secret appears")
+	}).Should(Succeed())
+}
