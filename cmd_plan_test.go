@@ -17,10 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/guard"
-	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
 )
 
 const planDigest = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -210,11 +209,8 @@ func TestPlanCommandPushBranchAndReleasedHolds(t *testing.T) {
 func TestPlanCommandCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	c := cluster.StartT(t)
-	scheme, err := controllers.NewScheme()
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	c := manager.StartCluster(t)
+	k8s := c.Client
 	for _, ns := range []string{"fleet", "other"} {
 		g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
@@ -224,10 +220,7 @@ func TestPlanCommandCluster(t *testing.T) {
 	readyPolicy(t, k8s, "fleet", "pending", nil)
 	readyPolicy(t, k8s, "other", "kms", &imagev1.ImageRef{Name: "ghcr.io/acme/kms", Tag: "9.0.0"})
 
-	kubeconfig, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfigFile := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigFile, kubeconfig, 0o600)).To(Succeed())
+	kubeconfigFile := c.KubeConfigPath
 
 	dir, revert := planFleet(t)
 	var stdout, stderr bytes.Buffer
@@ -254,11 +247,8 @@ func TestPlanCommandCluster(t *testing.T) {
 func TestPlanCommandAutomation(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	c := cluster.StartT(t)
-	scheme, err := controllers.NewScheme()
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	c := manager.StartCluster(t)
+	k8s := c.Client
 	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}})).To(Succeed())
 	readyPolicy(t, k8s, "fleet", "agent", &imagev1.ImageRef{Name: "ghcr.io/acme/agent", Tag: "1.4.2"})
 	readyPolicy(t, k8s, "fleet", "app", &imagev1.ImageRef{Name: "ghcr.io/acme/app", Tag: "2.1.0"})
@@ -276,10 +266,7 @@ func TestPlanCommandAutomation(t *testing.T) {
 		},
 	}
 	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
-	kubeconfig, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfigFile := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfigFile, kubeconfig, 0o600)).To(Succeed())
+	kubeconfigFile := c.KubeConfigPath
 
 	dir, agentRevert, appRevert := planReviewFleet(t)
 	base := []string{"--checkout", dir, "--path", "clusters", "--kubeconfig", kubeconfigFile, "--namespace", "fleet", "--automation", "fleet"}

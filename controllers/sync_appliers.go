@@ -54,10 +54,3 @@ func (t *targetAppliers) forget(sync types.NamespacedName) {
 	defer t.mu.Unlock()
 	delete(t.bySync, sync)
 }
-
-// len returns how many Syncs have kept Appliers.
-func (t *targetAppliers) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.bySync)
-}
