@@ -6,13 +6,42 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 CONTROLLER_GEN_VERSION := v0.23.0
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
-.PHONY: all build test bench fuzz lint generate manifests demo controlplane
+# VERSION is stamped into the binary (`uprev version`) and tags the
+# manager's image in dist/install.yaml.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Evaluated once, so that every artifact of one `make release` has the same.
+VERSION := $(VERSION)
+# IMAGE is the manager's image, without tag, that dist/install.yaml runs.
+IMAGE ?= ghcr.io/uprev-dev/uprev
+DIST ?= $(CURDIR)/dist
+RELEASE_PLATFORMS := linux/amd64 linux/arm64
+VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERSION)
+# Release binaries are stripped, as the image's is.
+LDFLAGS := -s -w $(VERSION_LDFLAGS)
+
+.PHONY: all build test bench fuzz lint generate manifests demo demo-down controlplane release release-binaries release-manifests
 
 all: build
 
-## build: compile the manager binary into bin/uprev.
+## build: compile uprev, the version stamped in, into bin/uprev.
 build:
-	go build -o $(BIN)/uprev .
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/uprev .
+
+## release: dist/uprev-linux-{amd64,arm64} and dist/install.yaml, for VERSION (default: git describe).
+release: release-binaries release-manifests
+
+## release-binaries: static uprev binaries for RELEASE_PLATFORMS, the version stamped in, into DIST.
+release-binaries:
+	@mkdir -p $(DIST)
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags \"$(LDFLAGS)\" -o $(DIST)/uprev-$$os-$$arch ."; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/uprev-$$os-$$arch .; \
+	done
+
+## release-manifests: DIST/install.yaml, config/default with the manager's image pinned to IMAGE:VERSION.
+release-manifests:
+	go run ./hack/release-manifests --version "$(VERSION)" --image "$(IMAGE)" --output $(DIST)/install.yaml
 
 ## controlplane: build kube-apiserver and etcd from the Go module proxy (only when missing).
 controlplane: $(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kubectl
@@ -73,6 +102,12 @@ manifests: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd paths=./api/... paths=github.com/fluxcd/image-reflector-controller/api/v1 output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=uprev-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
-## demo: a real control plane, registry and Git server; watch a tag push move a policy.
-demo: controlplane
-	go test -count=1 -run TestDemo -v ./test/demo
+## demo: a local fleet (three control planes, a registry, a Git server, bin/uprev), left running; prints a script to try.
+DEMO_STATE ?= $(BIN)/demo
+demo: controlplane build
+	go build -o $(BIN)/uprev-demo ./hack/demo
+	$(BIN)/uprev-demo up --state-dir $(DEMO_STATE) --uprev $(BIN)/uprev --assets $(K8S_ASSETS)
+
+## demo-down: stop the demo that make demo started, and remove its state.
+demo-down:
+	go run ./hack/demo down --state-dir $(DEMO_STATE)

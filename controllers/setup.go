@@ -9,14 +9,19 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/acl"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/notify"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/webhook"
 )
@@ -57,6 +62,45 @@ type Options struct {
 	DefaultServiceAccount string
 	// ACL turns off references across namespaces.
 	ACL acl.Options
+	// EventsAddr is notification-controller's address; every event is
+	// also posted there, in Flux's format, when it is set.
+	EventsAddr string
+}
+
+// eventRecorders returns what makes a controller's event recorder: with an
+// events address, one that also forwards every event to
+// notification-controller (internal/notify), whose worker runs with mgr.
+func eventRecorders(mgr ctrl.Manager, addr string) (func(events.EventRecorder) events.EventRecorder, error) {
+	if addr == "" {
+		return func(r events.EventRecorder) events.EventRecorder { return r }, nil
+	}
+	forwarder, err := notify.New(addr, "uprev", mgr.GetScheme(), eventMetadata, ctrl.Log.WithName("events"))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(forwarder); err != nil {
+		return nil, fmt.Errorf("adding the event forwarder: %w", err)
+	}
+	return forwarder.Wrap, nil
+}
+
+// ShardCache returns the cache options of a manager that reconciles only
+// the objects selector matches: Flux's --watch-label-selector, with its
+// convention of a `sharding.fluxcd.io/key` label. The four kinds uprev
+// reconciles are filtered on the apiserver's side, so each shard lists and
+// watches its own objects only; what they read (Secrets, and in workload
+// clusters anything) is not. An object and those it refers to
+// (ImagePolicy and ImageRepository, UpdateAutomation and its policies)
+// must carry the same shard label, as in Flux.
+func ShardCache(selector labels.Selector) cache.Options {
+	if selector.Empty() {
+		return cache.Options{}
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &uprevv1.Sync{}} {
+		byObject[obj] = cache.ByObject{Label: selector}
+	}
+	return cache.Options{ByObject: byObject}
 }
 
 // NewScheme returns a scheme with every kind uprev reads or writes.
@@ -78,6 +122,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	copts := controller.Options{MaxConcurrentReconciles: max(1, opts.Concurrency)}
+	recorders, err := eventRecorders(mgr, opts.EventsAddr)
+	if err != nil {
+		return err
+	}
 	var scanner *registry.Scanner
 	if slices.Contains(opts.Controllers, ImageScanning) || slices.Contains(opts.Controllers, WriteBack) {
 		metrics := registry.NewMetrics()
@@ -97,10 +145,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := repos.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImageRepository controller: %w", err)
 		}
+		repos.Events = recorders(repos.Events)
 		policies := &ImagePolicyReconciler{Scanner: scanner, Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
 		}
+		policies.Events = recorders(policies.Events)
 	}
 	var clones *gitrepo.Cache
 	if slices.Contains(opts.Controllers, WriteBack) || slices.Contains(opts.Controllers, Apply) {
@@ -126,12 +176,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}
+		automations.Events = recorders(automations.Events)
 	}
 	if slices.Contains(opts.Controllers, Apply) {
-		syncs := &SyncReconciler{Clones: clones, KubeConfig: opts.KubeConfig, DefaultServiceAccount: opts.DefaultServiceAccount, pushes: pushes}
+		componentInfo := NewTargetComponentMetric()
+		if err := crmetrics.Registry.Register(componentInfo); err != nil {
+			return fmt.Errorf("registering target component metrics: %w", err)
+		}
+		syncs := &SyncReconciler{Clones: clones, KubeConfig: opts.KubeConfig, DefaultServiceAccount: opts.DefaultServiceAccount,
+			ComponentInfo: componentInfo, pushes: pushes}
 		if err := syncs.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up Sync controller: %w", err)
 		}
+		syncs.Events = recorders(syncs.Events)
 	}
 	if opts.Webhook.Addr != "" {
 		receiver := &webhook.Receiver{Options: opts.Webhook, Client: mgr.GetClient(), Secrets: mgr.GetClient()}

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
@@ -65,7 +67,10 @@ func runSuite(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := Options{Controllers: AllControllers, StoragePath: storage, Concurrency: 4, Registry: testRegistryOptions}
+	notifications := httptest.NewServer(http.HandlerFunc(notificationController.receive))
+	defer notifications.Close()
+	opts := Options{Controllers: AllControllers, StoragePath: storage, Concurrency: 4, Registry: testRegistryOptions,
+		EventsAddr: notifications.URL}
 	if err := Setup(ctx, mgr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

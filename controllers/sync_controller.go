@@ -55,6 +55,8 @@ type SyncReconciler struct {
 	DefaultServiceAccount string
 	// Clock tells the time; the wall clock when nil.
 	Clock clock.PassiveClock
+	// ComponentInfo, when set, is the uprev_target_component_info gauge.
+	ComponentInfo *TargetComponentMetric
 
 	// pushes are commits this manager pushed; the Syncs of their branch
 	// reconcile at once.
@@ -103,6 +105,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
 		run := &syncRun{sync: s, progress: progress}
 		err := r.reconcile(ctx, run)
+		r.ComponentInfo.Publish(s)
 		o := outcome{err: err, message: run.summary(), requeueAfter: s.Spec.Interval.Duration}
 		if run.pause > 0 && err == nil {
 			o.err = degraded(uprevv1.RolloutInProgressReason, errors.New(run.summary()))
@@ -144,7 +147,7 @@ func (r *SyncReconciler) reconcile(ctx context.Context, run *syncRun) error {
 
 // validateSync checks the spec and plans the waves.
 func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
-	waves, err := rolloutWaves(run.sync.Spec)
+	waves, err := run.sync.Spec.RolloutWaves()
 	if err != nil {
 		return stalled(uprevv1.InvalidSpecReason, err)
 	}
@@ -432,9 +435,15 @@ func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
 		ts.Healthy = false
 		ts.Message = res.err.Error()
 	} else {
-		now := metav1.NewTime(r.Clock.Now())
+		// The time a revision reached the target: applying it again (every
+		// interval, correcting drift) keeps it, so that the pause before
+		// the next wave counts from when this wave got the revision.
+		if ts.LastAppliedRevision != run.revision || ts.LastAppliedTime == nil {
+			now := metav1.NewTime(r.Clock.Now())
+			ts.LastAppliedTime = &now
+		}
 		ts.LastAppliedRevision = run.revision
-		ts.LastAppliedTime = &now
+		ts.Components, ts.ComponentsOmitted = appliedComponents(run.objects, res.result, s.Namespace)
 		ts.Message = fmt.Sprintf("applied %d objects", len(res.result.Inventory))
 	}
 	if res.result.Changed() {

@@ -52,9 +52,10 @@ func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (
 }
 
 // forget drops what the reconciler keeps for a deleted Sync: its targets'
-// Appliers and its claim on the kept clone.
+// Appliers, its claim on the kept clone and its component metrics.
 func (r *SyncReconciler) forget(key types.NamespacedName) {
 	r.appliers.forget(key)
+	r.ComponentInfo.Forget(key)
 	r.Clones.Release(cloneOwner("Sync", key))
 }
 

@@ -355,6 +355,42 @@ func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
 	g.Eventually(func(g Gomega) { g.Expect(readyCondition(g, s).Status).To(Equal(metav1.ConditionTrue)) }).Should(Succeed())
 }
 
+// TestSyncPauseBetweenWavesCountsFromTheFirstApply: a Sync whose interval
+// is shorter than its pause applies the first wave again at every interval;
+// the pause still counts from when that wave got the revision, so the
+// second wave starts.
+func TestSyncPauseBetweenWavesCountsFromTheFirstApply(t *testing.T) {
+	g := NewWithT(t)
+	ns, _ := twoRemoteTargets(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	const pause = 3 * time.Second
+	s := newSync(t, ns, url, "app", inWaves(time.Minute), func(s *uprevv1.Sync) {
+		s.Spec.Wait = false
+		s.Spec.Interval = metav1.Duration{Duration: 500 * time.Millisecond}
+		s.Spec.Rollout.PauseBetweenWaves = metav1.Duration{Duration: pause}
+	})
+	first := srv.Log(t, "fleet", "main")[0].SHA
+	waitApplied(t, s, first, "eu-1")
+	eu := targetAppliedTime(g, s, "eu-1")
+	waitApplied(t, s, first, "eu-1", "us-1")
+	g.Expect(targetAppliedTime(g, s, "eu-1")).To(Equal(eu), "applying the same revision again keeps its time")
+	g.Expect(targetAppliedTime(g, s, "us-1").Sub(eu)).To(BeNumerically(">=", pause))
+}
+
+// targetAppliedTime returns when the Sync's target applied its last
+// revision.
+func targetAppliedTime(g Gomega, s *uprevv1.Sync, target string) time.Time {
+	for _, ts := range s.Status.Targets {
+		if ts.Name == target {
+			g.Expect(ts.LastAppliedTime).NotTo(BeNil())
+			return ts.LastAppliedTime.Time
+		}
+	}
+	g.Expect(s.Status.Targets).To(ContainElement(HaveField("Name", target)))
+	return time.Time{}
+}
+
 func TestSyncFailedWaveStopsRollout(t *testing.T) {
 	g := NewWithT(t)
 	ns, rc := twoRemoteTargets(t)

@@ -35,6 +35,9 @@ import (
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
+// pushedReason is the reason of the event that announces a push.
+const pushedReason = "Pushed"
+
 // UpdateAutomationReconciler writes the versions ImagePolicies select into
 // Git.
 type UpdateAutomationReconciler struct {
@@ -139,6 +142,12 @@ type automationRun struct {
 	// crdsRead and rewritten say which of the later phases ran to the end:
 	// the CRD bundles were read, the marked files were rewritten.
 	crdsRead, rewritten bool
+	// unchanged says the run found nothing new since the last and did no
+	// rewrite (see unchanged).
+	unchanged bool
+	// revisions are the branch tips once the write-back is done, empty
+	// until then.
+	revisions revisions
 	// result is the rewrite that went into the pushed commit (or would
 	// have, when nothing changed).
 	result update.Result
@@ -266,6 +275,10 @@ func (r *UpdateAutomationReconciler) readHolds(_ context.Context, run *automatio
 // changed.
 func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automationRun) error {
 	auto := run.auto
+	if run.unchanged = unchanged(auto, run, revisionsOf(run.session)); run.unchanged {
+		run.revisions = revisionsOf(run.session)
+		return nil
+	}
 	signer, err := commitSigner(ctx, r.Client, auto)
 	if err != nil {
 		return err
@@ -307,6 +320,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		}
 		return gitError(fmt.Errorf("writing back to %s: %w", auto.PushBranch(), err))
 	}
+	run.revisions = revisionsOf(run.session)
 	return nil
 }
 
@@ -349,7 +363,7 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 	}
 	if run.commit != "" {
 		r.pushes.pushed(ctx, auto.Spec.Git.URL, auto.PushBranch())
-		r.Events.Eventf(auto, nil, corev1.EventTypeNormal, "Pushed", "Push",
+		r.Events.Eventf(auto, nil, corev1.EventTypeNormal, pushedReason, "Push",
 			"Pushed commit %s to %s: %s", shortSHA(run.commit), auto.PushBranch(), update.Subject(update.CommitData{Updates: run.result.Updates()}))
 		ctrl.LoggerFrom(ctx).Info("Pushed commit", "commit", run.commit, "branch", auto.PushBranch(), "changes", len(run.result.Changes))
 	}
@@ -362,19 +376,12 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, now metav1.Time) uprevv1.UpdateAutomationStatus {
 	st := *prev.DeepCopy()
 	if run.policies != nil {
-		st.ObservedPolicies = map[string]uprevv1.ImageRef{}
-		for key, pol := range run.policies {
-			ref := pol.Status.LatestRef
-			st.ObservedPolicies[key.Name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}
-		}
+		st.ObservedPolicies = observedPolicies(run.policies)
 	}
 	if run.rules != nil {
-		st.Holds = nil
-		for _, h := range run.rules.Held() {
-			st.Holds = append(st.Holds, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
-		}
+		st.Holds = holdStatus(run.rules)
 	}
-	if run.crdsRead {
+	if run.crdsRead && !run.unchanged {
 		st.CRDs = crdStatus(run)
 	}
 	if run.rewritten {
@@ -388,6 +395,10 @@ func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, n
 				uprevv1.RefusedDowngrade{Policy: c.Policy.String(), File: c.File, Current: c.Old.Tag, Selected: c.New.Tag})
 		}
 	}
+	if run.revisions.source != "" {
+		st.ObservedSourceRevision = run.revisions.source
+		st.ObservedPushRevision = run.revisions.push
+	}
 	if run.commit != "" {
 		st.LastPushCommit = run.commit
 		st.LastPushTime = &now
@@ -398,9 +409,12 @@ func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, n
 // summary is the Ready message of a successful run.
 func (run *automationRun) summary() string {
 	var parts []string
-	if run.commit != "" {
+	switch {
+	case run.commit != "":
 		parts = append(parts, fmt.Sprintf("pushed %s to %s", shortSHA(run.commit), run.auto.PushBranch()))
-	} else {
+	case run.unchanged:
+		parts = append(parts, "no change: nothing new since "+run.revisions.source)
+	default:
 		parts = append(parts, "no change")
 	}
 	if run.rules != nil { // nil when the run failed before reading holds

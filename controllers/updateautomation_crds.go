@@ -23,7 +23,9 @@ type crdBundle struct {
 	spec    uprevv1.CRDBundle
 	policy  update.PolicyKey
 	version string
-	bundle  *crds.Bundle
+	// digest names the artifact the CRDs were read from.
+	digest string
+	bundle *crds.Bundle
 	// result is what writing it did in the last edit.
 	result crds.Result
 }
@@ -74,7 +76,7 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 			continue
 		}
 		slot := fmt.Sprintf("%s/%s crds[%d]", run.auto.Namespace, run.auto.Name, i)
-		bundle, err := r.bundle(ctx, slot, pol, src, platform)
+		bundle, digest, err := r.bundle(ctx, slot, pol, src, platform)
 		if err != nil {
 			var stall *stalledError
 			var retry *transientError
@@ -83,54 +85,55 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 			}
 			return degraded(crdBundleFailedReason, fmt.Errorf("spec.crds[%d]: reading %s from %s: %w", i, src, pol.Status.LatestRef.String(), err))
 		}
-		run.crds = append(run.crds, &crdBundle{spec: entry, policy: key, version: pol.Status.LatestRef.Tag, bundle: bundle})
+		run.crds = append(run.crds, &crdBundle{spec: entry, policy: key, version: pol.Status.LatestRef.Tag, digest: digest, bundle: bundle})
 	}
 	run.crdsRead = true
 	return nil
 }
 
-// bundle returns the CRDs the artifact a policy selected ships, read by
+// bundle returns the CRDs the artifact a policy selected ships, and its
+// digest, read by
 // digest with its ImageRepository's credentials. A digest names immutable
 // content, so an entry's artifact is pulled and extracted once; later runs
 // take the bundle from the entry's slot in r.bundles, which holds only the
 // last one read.
-func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, pol *imagev1.ImagePolicy, src crds.Source, platform string) (*crds.Bundle, error) {
+func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, pol *imagev1.ImagePolicy, src crds.Source, platform string) (*crds.Bundle, string, error) {
 	repo := &imagev1.ImageRepository{}
 	if err := r.Get(ctx, repositoryOf(pol), repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, transient(crdBundleFailedReason, fmt.Errorf("ImageRepository %s not found", repositoryOf(pol)))
+			return nil, "", transient(crdBundleFailedReason, fmt.Errorf("ImageRepository %s not found", repositoryOf(pol)))
 		}
-		return nil, fmt.Errorf("reading ImageRepository %s: %w", repositoryOf(pol), err)
+		return nil, "", fmt.Errorf("reading ImageRepository %s: %w", repositoryOf(pol), err)
 	}
 	access, err := registryAccess(ctx, r.Client, repo)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	client, err := r.Scanner.Client(ctx, access)
 	if err != nil {
-		return nil, registryError(err)
+		return nil, "", registryError(err)
 	}
 	ref := pol.Status.LatestRef
 	digest := ref.Digest
 	if digest == "" {
 		if digest, err = client.Digest(ctx, ref.Name, ref.Tag); err != nil {
-			return nil, registryError(err)
+			return nil, "", registryError(err)
 		}
 	}
 	key := fmt.Sprintf("%s@%s %s %s", ref.Name, digest, src, platform)
 	if cached, ok := r.bundles.Load(slot); ok && cached.(readBundle).key == key {
-		return cached.(readBundle).bundle, nil
+		return cached.(readBundle).bundle, digest, nil
 	}
 	img, err := client.Artifact(ctx, ref.Name, digest, registry.WithPlatform(platform))
 	if err != nil {
-		return nil, registryError(err)
+		return nil, "", registryError(err)
 	}
 	b, err := crds.Extract(ctx, img, src, crds.Options{MaxLayerSize: r.MaxCRDLayerSize})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	r.bundles.Store(slot, readBundle{key: key, bundle: b})
-	return b, nil
+	return b, digest, nil
 }
 
 // writeCRDs writes the bundles into the checkout dir, except those of
@@ -177,6 +180,7 @@ func crdStatus(run *automationRun) []uprevv1.CRDBundleStatus {
 			Policy:  b.policy.String(),
 			Path:    b.spec.Path,
 			Version: b.version,
+			Digest:  b.digest,
 			CRDs:    len(b.bundle.CRDs),
 			Ignored: b.bundle.Ignored,
 		}

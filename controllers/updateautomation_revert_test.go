@@ -56,7 +56,10 @@ func (r *revertedFixture) expectHeld(t *testing.T) {
 	g.Expect(st.LastPushCommit).To(Equal(r.update))
 	g.Expect(st.Holds).To(Equal([]uprevv1.Hold{{Policy: r.ns + "/agent", Version: "1.1.0", RevertedIn: r.revert}}))
 	g.Expect(conditions.IsReady(r.auto)).To(BeTrue())
-	g.Expect(conditions.GetMessage(r.auto, meta.ReadyCondition)).To(Equal("no change; 1 held"))
+	// The run after the revert rewrites and finds nothing to write; a later
+	// one finds nothing new at all.
+	g.Expect(conditions.GetMessage(r.auto, meta.ReadyCondition)).To(Or(
+		Equal("no change; 1 held"), Equal("no change: nothing new since main@sha1:"+r.revert+"; 1 held")))
 }
 
 func TestRevertedVersionIsHeldUntilANewerOne(t *testing.T) {

@@ -24,6 +24,7 @@ func TestAutomationStatus(t *testing.T) {
 		ObservedPolicies:  map[string]uprevv1.ImageRef{"agent": {Name: "acme/agent", Tag: "1.0.0"}},
 		Holds:             []uprevv1.Hold{{Policy: "fleet/agent", Version: "1.1.0", RevertedIn: "abc"}},
 		RefusedDowngrades: []uprevv1.RefusedDowngrade{{Policy: "fleet/agent", File: "a.yaml", Current: "2.0.0", Selected: "1.0.0"}},
+		CRDs:              []uprevv1.CRDBundleStatus{{Policy: "fleet/operator", Path: "crds", Version: "1.0.0", CRDs: 2}},
 		LastPushCommit:    "old",
 		LastPushTime:      &earlier,
 	}
@@ -53,11 +54,23 @@ func TestAutomationStatus(t *testing.T) {
 			st.ObservedPolicies = map[string]uprevv1.ImageRef{"agent": {Name: "acme/agent", Tag: "1.2.0", Digest: "sha256:12"}}
 			st.Holds = nil
 			st.RefusedDowngrades = []uprevv1.RefusedDowngrade{{Policy: "fleet/agent", File: "b.yaml", Current: "3.0.0", Selected: "1.2.0"}}
+			st.CRDs = nil
 		}},
-		{name: "pushed", run: automationRun{policies: policies, rules: noHolds, crdsRead: true, rewritten: true, commit: "new"}, want: func(st *uprevv1.UpdateAutomationStatus) {
+		{name: "nothing new: CRD status and refused downgrades as the last full run left them", run: automationRun{
+			policies: policies, rules: noHolds, crdsRead: true, unchanged: true, revisions: revisions{source: "main@sha1:aaa"},
+		}, want: func(st *uprevv1.UpdateAutomationStatus) {
+			st.ObservedPolicies = map[string]uprevv1.ImageRef{"agent": {Name: "acme/agent", Tag: "1.2.0", Digest: "sha256:12"}}
+			st.Holds = nil
+			st.ObservedSourceRevision = "main@sha1:aaa"
+		}},
+		{name: "pushed", run: automationRun{policies: policies, rules: noHolds, crdsRead: true, rewritten: true, commit: "new",
+			revisions: revisions{source: "main@sha1:aaa", push: "uprev/updates@sha1:new"}}, want: func(st *uprevv1.UpdateAutomationStatus) {
+			st.ObservedSourceRevision = "main@sha1:aaa"
+			st.ObservedPushRevision = "uprev/updates@sha1:new"
 			st.ObservedPolicies = map[string]uprevv1.ImageRef{"agent": {Name: "acme/agent", Tag: "1.2.0", Digest: "sha256:12"}}
 			st.Holds = nil
 			st.RefusedDowngrades = nil
+			st.CRDs = nil
 			st.LastPushCommit = "new"
 			st.LastPushTime = &now
 		}},

@@ -144,6 +144,36 @@ type TargetStatus struct {
 	// Inventory lists the objects applied, for pruning.
 	// +optional
 	Inventory []InventoryEntry `json:"inventory,omitempty"`
+	// Components lists the container images of the last revision applied
+	// whole (lastAppliedRevision): one entry per image, tag and digest in
+	// the pod templates of its Deployments, StatefulSets, DaemonSets,
+	// ReplicaSets, Jobs, CronJobs and Pods. It is sorted by image, tag and
+	// digest, and holds at most 128 entries; componentsOmitted counts the
+	// rest.
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	Components []AppliedComponent `json:"components,omitempty"`
+	// ComponentsOmitted is how many components did not fit in Components.
+	// +optional
+	ComponentsOmitted int `json:"componentsOmitted,omitempty"`
+}
+
+// MaxTargetComponents bounds status.targets[].components, so a revision with
+// very many images cannot make a Sync's status too large to write.
+const MaxTargetComponents = 128
+
+// AppliedComponent is one container image a target runs, as the applied
+// manifests name it.
+type AppliedComponent struct {
+	// Image is the image repository, without tag or digest, as written in
+	// the manifests (for example ghcr.io/acme/agent).
+	Image string `json:"image"`
+	// Tag is the image's tag; empty when the manifest pins a digest alone.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// Digest is the digest the manifest pins (sha256:...), when it pins one.
+	// +optional
+	Digest string `json:"digest,omitempty"`
 }
 
 // InventoryEntry identifies one applied object.

@@ -197,6 +197,19 @@ type UpdateAutomationStatus struct {
 	// +optional
 	ObservedPolicies map[string]ImageRef `json:"observedPolicies,omitempty"`
 
+	// ObservedSourceRevision is the tip of the checkout branch, as
+	// `<branch>@sha1:<commit>`, after the last run that wrote back (or found
+	// nothing to write). A run whose branch tips, policies, holds, CRD
+	// sources and generation are all unchanged since does no rewrite.
+	// +optional
+	ObservedSourceRevision string `json:"observedSourceRevision,omitempty"`
+
+	// ObservedPushRevision is the tip of the push branch, as
+	// `<branch>@sha1:<commit>`, when it differs from the checkout branch and
+	// exists.
+	// +optional
+	ObservedPushRevision string `json:"observedPushRevision,omitempty"`
+
 	// Holds are versions not written because a person reverted them.
 	// +optional
 	Holds []Hold `json:"holds,omitempty"`
@@ -225,6 +238,9 @@ type CRDBundleStatus struct {
 	Path string `json:"path"`
 	// Version is the tag the CRDs were read from.
 	Version string `json:"version"`
+	// Digest is the digest of the artifact the CRDs were read from.
+	// +optional
+	Digest string `json:"digest,omitempty"`
 	// CRDs is the number of CRDs the artifact ships.
 	CRDs int `json:"crds"`
 	// Ignored is the number of documents in the artifact that are not CRDs

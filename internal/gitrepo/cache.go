@@ -170,6 +170,9 @@ type Session struct {
 	// at the tip of its branch.
 	revision  plumbing.Hash
 	wroteBack bool
+	// handedOut says the working tree was handed to code that may write
+	// it (an edit, a caller of Dir), so that Close no longer knows it clean.
+	handedOut bool
 	// storages are the repositories the session opened, closed by Close.
 	storages []*filesystem.Storage
 }
@@ -235,7 +238,10 @@ func (s *Session) Close() {
 	}
 	s.storages = nil
 	if s.clone != nil {
-		s.clone.tree = s.tree.handedOver()
+		s.clone.tree = s.tree
+		if s.handedOut {
+			s.clone.tree = s.tree.handedOver()
+		}
 		c := s.cache
 		c.mu.Lock()
 		for _, st := range s.pinned {
@@ -250,8 +256,10 @@ func (s *Session) Close() {
 	}
 }
 
-// Dir returns the working tree of the session.
+// Dir returns the working tree of the session. Whatever the caller writes
+// there is removed by the clone's next user.
 func (s *Session) Dir() string {
+	s.handedOut = true
 	return s.dir
 }
 
@@ -262,6 +270,22 @@ func (s *Session) Head() string {
 		return s.revision.String()
 	}
 	return s.branchTip().String()
+}
+
+// Revision returns the fetched tip of the session's branch as
+// `<branch>@sha1:<commit>`, the form Flux writes source revisions in.
+func (s *Session) Revision() string {
+	return s.branch + "@sha1:" + s.branchTip().String()
+}
+
+// PushRevision returns the fetched tip of the push branch in the form of
+// Revision, or "" when the push branch is the branch or does not exist on
+// the remote.
+func (s *Session) PushRevision() string {
+	if s.pushTip.IsZero() {
+		return ""
+	}
+	return s.pushBranch + "@sha1:" + s.pushTip.String()
 }
 
 // sync brings the kept clone up to date and checks out the branch tip. It

@@ -97,7 +97,13 @@ func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
 	check("a fresh clone", s.dir, s.tree, true, true)
 	kc := s.clone
 	s.Close()
-	check("handed to the next user", kc.dir, kc.tree, true, false)
+	check("a use that wrote nothing leaves it clean", kc.dir, kc.tree, true, true)
+
+	s = open()
+	check("the next use, at once", s.dir, s.tree, true, true)
+	g.Expect(os.WriteFile(filepath.Join(s.Dir(), "e.yaml"), []byte("build output\n"), 0o644)).To(Succeed())
+	s.Close()
+	check("a use given the tree by Dir", kc.dir, kc.tree, true, false)
 
 	s = open()
 	check("the next use, checked", s.dir, s.tree, true, true)

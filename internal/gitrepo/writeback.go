@@ -62,7 +62,7 @@ func (s *Session) WriteBack(ctx context.Context, opts WriteBackOptions, edit Edi
 	if s.wroteBack {
 		return "", errors.New("writing back: the session has already been written back")
 	}
-	s.wroteBack = true
+	s.wroteBack, s.handedOut = true, true
 	attempts := opts.MaxAttempts
 	if attempts <= 0 {
 		attempts = DefaultPushAttempts
@@ -79,7 +79,7 @@ func (s *Session) WriteBack(ctx context.Context, opts WriteBackOptions, edit Edi
 		}
 		err = s.push(ctx, commit)
 		if err == nil {
-			return commit.String(), nil
+			return commit.String(), s.pushed(commit)
 		}
 		if isRemoteError(err) || ctx.Err() != nil {
 			return "", fmt.Errorf("pushing to branch %q: %w", s.pushBranch, err)
@@ -344,6 +344,18 @@ func blobContent(full string, info fs.FileInfo) ([]byte, error) {
 		return []byte(filepath.ToSlash(target)), err
 	}
 	return os.ReadFile(full)
+}
+
+// pushed moves the tracking ref of the push branch to the pushed commit, as
+// git does, so Revision and PushRevision tell what the remote now holds.
+func (s *Session) pushed(commit plumbing.Hash) error {
+	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(s.trackingRef(s.pushBranch), commit)); err != nil {
+		return fmt.Errorf("recording the pushed commit: %w", err)
+	}
+	if s.pushBranch != s.branch {
+		s.pushTip = commit
+	}
+	return nil
 }
 
 // push pushes commit to the push branch, without force.

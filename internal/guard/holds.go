@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+
+	"github.com/uprev-dev/uprev/internal/update"
 )
 
 // Hold is a version of a policy that a revert rolled back: the automation
@@ -15,6 +17,13 @@ type Hold struct {
 	Version string
 	// RevertedIn is the SHA of the revert commit.
 	RevertedIn string
+}
+
+// On reports whether h holds ref: its tag, or its tag@digest, the form of
+// a digest-only update. The fleet view reads it too, to tell a held
+// version from one not yet rolled out.
+func (h Hold) On(ref update.Ref) bool {
+	return h.Version == ref.Tag || (ref.Digest != "" && h.Version == ref.Tag+"@"+ref.Digest)
 }
 
 // History is the Git history holds are read from. internal/gitrepo

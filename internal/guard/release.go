@@ -32,3 +32,24 @@ func ParseReleases(annotation string) Releases {
 func (r Releases) Released(h Hold) bool {
 	return r.all || r.entries[h.Policy+" "+h.Version]
 }
+
+// AddReleases returns annotation, a value of uprev.dev/release-holds, with
+// an entry `<namespace>/<policy> <version>` added for each of holds that it
+// does not release yet. The entries already there stay: a hold is read
+// from Git on every run, so it comes back when its entry goes.
+func AddReleases(annotation string, holds ...Hold) string {
+	r := ParseReleases(annotation)
+	var entries []string
+	if a := strings.TrimSpace(annotation); a != "" {
+		entries = append(entries, a)
+	}
+	for _, h := range holds {
+		if r.Released(h) {
+			continue
+		}
+		entry := h.Policy + " " + h.Version
+		r.entries[entry] = true
+		entries = append(entries, entry)
+	}
+	return strings.Join(entries, ", ")
+}

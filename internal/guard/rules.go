@@ -139,7 +139,7 @@ func New(in Input) *Rules {
 	r := &Rules{in: in}
 	for _, h := range in.Holds {
 		p, ok := in.Policies[parseKey(h.Policy)]
-		if ok && holdsRef(h, p.Ref) && !in.Releases.Released(h) {
+		if ok && h.On(p.Ref) && !in.Releases.Released(h) {
 			r.held = append(r.held, h)
 		}
 	}
@@ -210,17 +210,11 @@ func (r *Rules) CRDRefusal(key update.PolicyKey, refused []update.Refusal) *Refu
 // heldAt returns the hold in force on ref of policy key, if any.
 func (r *Rules) heldAt(key update.PolicyKey, ref update.Ref) (Hold, bool) {
 	for _, h := range r.held {
-		if parseKey(h.Policy) == key && holdsRef(h, ref) {
+		if parseKey(h.Policy) == key && h.On(ref) {
 			return h, true
 		}
 	}
 	return Hold{}, false
-}
-
-// holdsRef reports whether hold h is on ref's tag (or tag@digest, the form
-// of a digest-only update).
-func holdsRef(h Hold, ref update.Ref) bool {
-	return h.Version == ref.Tag || (ref.Digest != "" && h.Version == ref.Tag+"@"+ref.Digest)
 }
 
 // parseKey parses `namespace/name`.

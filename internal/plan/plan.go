@@ -164,9 +164,19 @@ func (p *Plan) Lines() []string {
 	return lines
 }
 
-// Write writes Lines to w, each ended by a newline.
+// NoChanges is the line Write starts with when the plan changes nothing
+// and no file had errors.
+const NoChanges = "no changes"
+
+// Write writes Lines to w, each ended by a newline, after the line
+// NoChanges when nothing would change and no file had errors, so that an
+// empty plan still says so.
 func (p *Plan) Write(w io.Writer) error {
-	for _, l := range p.Lines() {
+	lines := p.Lines()
+	if len(p.Changes) == 0 && len(p.Result.FileErrors) == 0 {
+		lines = append([]string{NoChanges}, lines...)
+	}
+	for _, l := range lines {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
 		}

@@ -56,8 +56,7 @@ func (p ImagePush) Matches(image string) bool {
 }
 
 // distributionEnvelope is the notification envelope of the CNCF
-// distribution registry (and registries that copy it, such as Harbor's
-// "http" notifications in distribution format and zot).
+// distribution registry (and registries that copy it, such as zot).
 type distributionEnvelope struct {
 	Events *[]struct {
 		Action string `json:"action"`
@@ -81,6 +80,33 @@ type dockerHubPush struct {
 		RepoName string `json:"repo_name"`
 	} `json:"repository"`
 }
+
+// harborEvent is a Harbor webhook, in either of its payload formats:
+// "Default" (`type` PUSH_ARTIFACT, the event in `event_data`) or
+// "CloudEvents" (`type` harbor.artifact.pushed, the event in `data`).
+type harborEvent struct {
+	Type      string      `json:"type"`
+	EventData *harborData `json:"event_data"`
+	Data      *harborData `json:"data"`
+}
+
+// harborData is what a Harbor artifact event says happened.
+type harborData struct {
+	Resources []struct {
+		Tag         string `json:"tag"`
+		ResourceURL string `json:"resource_url"`
+	} `json:"resources"`
+	Repository *struct {
+		RepoFullName string `json:"repo_full_name"`
+	} `json:"repository"`
+}
+
+// Harbor's event types of an artifact push, in its Default and CloudEvents
+// payload formats.
+const (
+	harborPushArtifact   = "PUSH_ARTIFACT"
+	harborArtifactPushed = "harbor.artifact.pushed"
+)
 
 // githubPackage is a GitHub `package` (or older `registry_package`) event.
 type githubPackage struct {
@@ -111,11 +137,13 @@ type githubPkg struct {
 
 // ParseRegistryPush reads the image pushes of a registry notification: the
 // distribution/OCI notification envelope (`{"events": [...]}`, push events
-// only), a Docker Hub webhook (`push_data`), or a GitHub `package` event
+// only), a Harbor webhook (Default format, `type` PUSH_ARTIFACT with
+// `event_data`, or CloudEvents format, `type` harbor.artifact.pushed with
+// `data`), a Docker Hub webhook (`push_data`), or a GitHub `package` event
 // (X-GitHub-Event: package or registry_package; container packages
-// published or updated). Events of other kinds (pulls, deletions, GitHub
-// pings) yield no pushes and no error; a payload that is not one of these
-// formats is an error wrapping ErrMalformed.
+// published or updated). Events of other kinds (pulls, deletions, scans,
+// GitHub pings) yield no pushes and no error; a payload that is not one of
+// these formats is an error wrapping ErrMalformed.
 func ParseRegistryPush(h http.Header, body []byte) ([]ImagePush, error) {
 	if event := h.Get("X-GitHub-Event"); event != "" {
 		switch event {
@@ -149,6 +177,13 @@ func ParseRegistryPush(h http.Header, body []byte) ([]ImagePush, error) {
 		}
 		return pushes, nil
 	}
+	var harbor harborEvent
+	if err := json.Unmarshal(body, &harbor); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if harbor.EventData != nil || harbor.Data != nil {
+		return parseHarbor(harbor)
+	}
 	var hub dockerHubPush
 	if err := json.Unmarshal(body, &hub); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
@@ -160,7 +195,59 @@ func ParseRegistryPush(h http.Header, body []byte) ([]ImagePush, error) {
 		}
 		return []ImagePush{p}, nil
 	}
-	return nil, fmt.Errorf("%w: not a distribution notification, Docker Hub webhook or GitHub package event", ErrMalformed)
+	return nil, fmt.Errorf("%w: not a distribution notification, Harbor, Docker Hub webhook or GitHub package event", ErrMalformed)
+}
+
+// parseHarbor reads the pushes of a Harbor event. Each resource's
+// resource_url (host/namespace/name:tag, or @digest for a push by digest)
+// names the image; without it, the repository's repo_full_name does,
+// without a registry host. The `tag` of a push by digest is the digest, which
+// is no tag.
+func parseHarbor(ev harborEvent) ([]ImagePush, error) {
+	var data *harborData
+	switch ev.Type {
+	case harborPushArtifact:
+		data = ev.EventData
+	case harborArtifactPushed:
+		data = ev.Data
+	default:
+		return nil, nil
+	}
+	if data == nil {
+		return nil, fmt.Errorf("%w: Harbor %s event without its data", ErrMalformed, ev.Type)
+	}
+	var fullName string
+	if data.Repository != nil {
+		fullName = data.Repository.RepoFullName
+	}
+	var pushes []ImagePush
+	for i, res := range data.Resources {
+		tag := res.Tag
+		if strings.HasPrefix(tag, "sha256:") {
+			tag = ""
+		}
+		var (
+			p   ImagePush
+			err error
+		)
+		if res.ResourceURL != "" {
+			var ref name.Reference
+			ref, err = name.ParseReference(res.ResourceURL)
+			if err == nil {
+				p, err = imagePush(ref.Context().RegistryStr(), ref.Context().RepositoryStr(), tag)
+			}
+		} else {
+			p, err = imagePush("", fullName, tag)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: Harbor resource %d: %w", ErrMalformed, i, err)
+		}
+		pushes = appendPush(pushes, p)
+	}
+	if len(pushes) == 0 {
+		return nil, fmt.Errorf("%w: Harbor %s event without resources", ErrMalformed, ev.Type)
+	}
+	return pushes, nil
 }
 
 // parseGitHubPackage reads a GitHub package event.

@@ -2,12 +2,64 @@ package webhook_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 
 	"github.com/uprev-dev/uprev/internal/webhook"
 )
+
+// harborPushArtifact is the payload Harbor documents for a push, in its
+// "Default" format.
+const harborPushArtifact = `{
+	"type": "PUSH_ARTIFACT",
+	"occur_at": 1586922308,
+	"operator": "admin",
+	"event_data": {
+		"resources": [{
+			"digest": "sha256:8a9e9863dbb6e10edb5adfe917c00da84e1700fa76e7ed02476aa6e6fb8ee0d8",
+			"tag": "latest",
+			"resource_url": "hub.harbor.com/test-webhook/debian:latest"
+		}],
+		"repository": {
+			"date_created": 1586922308,
+			"name": "debian",
+			"namespace": "test-webhook",
+			"repo_full_name": "test-webhook/debian",
+			"repo_type": "private"
+		}
+	}
+}`
+
+// harborArtifactPushed is the payload Harbor documents for a push (here by
+// digest), in its "CloudEvents" format.
+const harborArtifactPushed = `{
+  "specversion": "1.0",
+  "id": "66e18103-09c1-41f6-982f-37df223f3eeb",
+  "requestid": "51c0b694-0168-4f3c-b0db-282565455d7b",
+  "source": "/projects/2/webhook/policies/15",
+  "type": "harbor.artifact.pushed",
+  "datacontenttype": "application/json",
+  "time": "2023-04-03T06:04:46Z",
+  "data": {
+    "resources": [
+      {
+        "digest": "sha256:954b378c375d852eb3c63ab88978f640b4348b01c1b3456a024a81536dafbbf4",
+        "tag": "sha256:954b378c375d852eb3c63ab88978f640b4348b01c1b3456a024a81536dafbbf4",
+        "resource_url": "localhost/harbor/alpine@sha256:954b378c375d852eb3c63ab88978f640b4348b01c1b3456a024a81536dafbbf4"
+      }
+    ],
+    "repository": {
+      "date_created": 1680501893,
+      "name": "alpine",
+      "namespace": "harbor",
+      "repo_full_name": "harbor/alpine",
+      "repo_type": "private"
+    }
+  },
+  "operator": "harbor-jobservice"
+}`
 
 func TestParseRegistryPush(t *testing.T) {
 	cases := []struct {
@@ -36,6 +88,37 @@ func TestParseRegistryPush(t *testing.T) {
 		},
 		{name: "distribution envelope without events", body: `{"events":[]}`},
 		{name: "distribution envelope with a bad repository", body: `{"events":[{"action":"push","target":{"repository":"Acme/AGENT"}}]}`, err: true},
+		{
+			// Harbor's documented "Default" payload of a push
+			// (goharbor.io, Configure Webhook Notifications).
+			name: "Harbor PUSH_ARTIFACT",
+			body: harborPushArtifact,
+			want: []webhook.ImagePush{{Registry: "hub.harbor.com", Repository: "test-webhook/debian", Tag: "latest"}},
+		},
+		{
+			// Harbor's documented "CloudEvents" payload of a push by
+			// digest: its `tag` is the digest.
+			name: "Harbor CloudEvents harbor.artifact.pushed by digest",
+			body: harborArtifactPushed,
+			want: []webhook.ImagePush{{Registry: "localhost", Repository: "harbor/alpine"}},
+		},
+		{
+			name: "Harbor PUSH_ARTIFACT without resource_url",
+			body: `{"type":"PUSH_ARTIFACT","occur_at":1586922308,"operator":"admin","event_data":{"resources":[{"digest":"sha256:8a9e9863dbb6e10edb5adfe917c00da84e1700fa76e7ed02476aa6e6fb8ee0d8","tag":"1.4.2"}],` +
+				`"repository":{"date_created":1586922308,"name":"agent","namespace":"acme","repo_full_name":"acme/agent","repo_type":"private"}}}`,
+			want: []webhook.ImagePush{{Repository: "acme/agent", Tag: "1.4.2"}},
+		},
+		{
+			name: "Harbor PULL_ARTIFACT",
+			body: strings.Replace(harborPushArtifact, "PUSH_ARTIFACT", "PULL_ARTIFACT", 1),
+		},
+		{
+			name: "Harbor CloudEvents harbor.artifact.deleted",
+			body: strings.Replace(harborArtifactPushed, "harbor.artifact.pushed", "harbor.artifact.deleted", 1),
+		},
+		{name: "Harbor PUSH_ARTIFACT without resources", body: `{"type":"PUSH_ARTIFACT","event_data":{"resources":[],"repository":{"repo_full_name":"acme/agent"}}}`, err: true},
+		{name: "Harbor harbor.artifact.pushed without data", body: `{"specversion":"1.0","type":"harbor.artifact.pushed","event_data":{"resources":[]}}`, err: true},
+		{name: "Harbor PUSH_ARTIFACT with a bad resource_url", body: `{"type":"PUSH_ARTIFACT","event_data":{"resources":[{"tag":"1","resource_url":"Hub/ACME:x:y"}]}}`, err: true},
 		{
 			name: "Docker Hub",
 			body: `{"callback_url":"https://registry.hub.docker.com/u/acme/agent/hook/x/","push_data":{"pushed_at":1,"pusher":"acme","tag":"1.4.2"},"repository":{"name":"agent","namespace":"acme","repo_name":"acme/agent"}}`,
@@ -182,6 +265,8 @@ func TestGitPushMatches(t *testing.T) {
 func FuzzParseRegistryPush(f *testing.F) {
 	f.Add([]byte(`{"events":[{"action":"push","target":{"repository":"acme/agent","tag":"1"},"request":{"host":"r.example.com"}}]}`))
 	f.Add([]byte(`{"push_data":{"tag":"1"},"repository":{"repo_name":"acme/agent"}}`))
+	f.Add([]byte(harborPushArtifact))
+	f.Add([]byte(harborArtifactPushed))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		pushes, err := webhook.ParseRegistryPush(http.Header{}, body)
 		if err == nil {

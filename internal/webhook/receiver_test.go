@@ -109,6 +109,45 @@ func TestRegistryNotificationTriggersMatchingRepository(t *testing.T) {
 	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "app")).To(BeEmpty())
 }
 
+// TestHarborPushTriggersMatchingRepository posts Harbor's documented push
+// payloads, in both its formats, with the bearer token Harbor's "Auth
+// Header" field sends.
+func TestHarborPushTriggersMatchingRepository(t *testing.T) {
+	g := NewWithT(t)
+	cp := startControlPlane(t)
+	ns := cp.newNamespace(t, token)
+	cp.newImageRepository(t, ns, "debian", "hub.harbor.com/test-webhook/debian")
+	cp.newImageRepository(t, ns, "alpine", "localhost/harbor/alpine")
+	cp.newImageRepository(t, ns, "other", "hub.harbor.com/test-webhook/other")
+	g.Eventually(func(g Gomega) {
+		var list imagev1.ImageRepositoryList
+		g.Expect(cp.cached.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(3))
+		g.Expect(cp.cached.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
+	}).Should(Succeed())
+	srv := httptest.NewServer(cp.newReceiver().Handler())
+	defer srv.Close()
+	url := srv.URL + "/hooks/registry/" + ns
+	bearer := map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+
+	code, resp := post(t, srv.Client(), url, []byte(harborPushArtifact), bearer)
+	g.Expect(code).To(Equal(http.StatusAccepted), resp)
+	g.Expect(resp).To(MatchJSON(`{"triggered":["ImageRepository/` + ns + `/debian"]}`))
+	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "debian")).NotTo(BeEmpty())
+	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "alpine")).To(BeEmpty())
+
+	code, resp = post(t, srv.Client(), url, []byte(harborArtifactPushed), bearer)
+	g.Expect(code).To(Equal(http.StatusAccepted), resp)
+	g.Expect(resp).To(MatchJSON(`{"triggered":["ImageRepository/` + ns + `/alpine"]}`))
+	g.Expect(cp.requestedAt(t, &imagev1.ImageRepository{}, ns, "other")).To(BeEmpty())
+
+	// A pull is no push: accepted, nothing triggered.
+	pull := []byte(strings.Replace(harborPushArtifact, "PUSH_ARTIFACT", "PULL_ARTIFACT", 1))
+	code, resp = post(t, srv.Client(), url, pull, bearer)
+	g.Expect(code).To(Equal(http.StatusAccepted), resp)
+	g.Expect(resp).To(MatchJSON(`{"triggered":null}`))
+}
+
 func TestReceiverRejects(t *testing.T) {
 	cp := startControlPlane(t)
 	ns := cp.newNamespace(t, token)

@@ -1,193 +1,407 @@
-// Package demo is `make demo`: it starts a real control plane, an
-// in-process OCI registry, a Git server and the uprev manager, applies the
-// getting-started example, pushes a newer tag and shows it flow through:
-// the policy moves, uprev commits the new version to Git, and the Sync
-// changes the Deployment in the cluster. It runs in `make test` too, so the
-// demo never rots.
+// Package demo runs `make demo` end to end: it starts the demo program
+// (hack/demo) as make does, reads the script of things to try from its
+// output, runs every command of it as a person would, checks what each step
+// did (a commit, the waves reaching eu-1 then us-1, a hold after a revert,
+// its release, new CRDs), and stops the demo as `make demo-down` does,
+// checking that nothing it started is left running.
 package demo
 
 import (
-	"context"
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
-	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
-	"github.com/uprev-dev/uprev/internal/testenv/registry"
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
 )
 
-const exampleDir = "../../examples/getting-started"
+// root is the repository root, from this package.
+const root = "../.."
 
-// say prints one step of the demo.
-func say(format string, args ...any) {
-	fmt.Printf("==> "+format+"\n", args...)
+// Lines of the demo's output that frame the script (hack/demo/print.go).
+const (
+	scriptHeader = "Things to try, from the repository root"
+	scriptFooter = "Stop the demo with `make demo-down`"
+)
+
+// pause is the Sync's pauseBetweenWaves
+// (examples/getting-started/fleet/management/sync.yaml).
+const pause = 10 * time.Second
+
+// step is one numbered step of the printed script.
+type step struct {
+	number   int
+	title    string
+	commands []string
+}
+
+// checks are what the test knows of each step, by number: how many
+// commands it has, and what to check after running them. A step the
+// script has and the test does not, or the other way round, fails.
+var checks = map[int]struct {
+	commands int
+	check    func(t *testing.T, d *demo)
+}{
+	1: {1, checkPushTag},
+	2: {1, checkCommit},
+	3: {4, checkWaves},
+	4: {3, checkRevertHolds},
+	5: {1, checkReleaseHold},
+	6: {3, checkChartCRDs},
 }
 
 func TestDemo(t *testing.T) {
 	g := NewWithT(t)
-	ctx := t.Context()
-
-	say("Starting a control plane (kube-apiserver + etcd), an OCI registry, a Git server and the uprev manager")
-	c := cluster.StartT(t)
-	reg := registry.Start(t)
-	git := gitserver.Start(t)
-	k8s := startManager(t, c)
-	fleet := exampleRepo(t, reg.Host())
-	gitURL := git.InitRepo(t, "fleet", "main", fleet)
-	say("Git repository %s holds examples/getting-started/fleet", gitURL)
-	placeholders := strings.NewReplacer("registry.example.com", reg.Host(), "http://git.example.com/fleet.git", gitURL)
-
-	for _, tag := range []string{"1.0.0", "1.1.0", "2.0.0-rc.1"} {
-		reg.PushImage(t, "acme/agent", tag)
-	}
-	say("Registry %s holds acme/agent: 1.0.0, 1.1.0, 2.0.0-rc.1", reg.Host())
-
-	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "uprev-demo"}})).To(Succeed())
-	repo := &imagev1.ImageRepository{}
-	pol := &imagev1.ImagePolicy{}
-	applyExample(t, k8s, "imagerepository.yaml", placeholders, repo)
-	applyExample(t, k8s, "imagepolicy.yaml", placeholders, pol)
-	applyExample(t, k8s, "updateautomation.yaml", placeholders, &uprevv1.UpdateAutomation{})
-	applyExample(t, k8s, "sync.yaml", placeholders, &uprevv1.Sync{})
-	say("Applied examples/getting-started: ImageRepository, ImagePolicy (semver >=1.0.0 <2.0.0), UpdateAutomation, Sync")
-
-	first := waitForTag(t, k8s, pol, "1.1.0")
-	say("ImagePolicy agent selects %s", first)
-	waitForImage(t, k8s, first)
-	say("uprev committed it to Git:\n%s", git.Git(t, "fleet", "log", "-1", "--stat", "main"))
-	say("The Sync applied it: Deployment default/agent runs %s", first)
-
-	digest := reg.PushImage(t, "acme/agent", "1.2.0")
-	say("Pushed acme/agent:1.2.0 (%s)", digest)
-	requestReconcile(t, k8s, repo)
-
-	second := waitForTag(t, k8s, pol, "1.2.0")
-	say("ImagePolicy agent moved: %s --> %s", first, second)
-	g.Expect(second).To(HaveSuffix("@" + digest))
-
-	waitForImage(t, k8s, second)
-	say("uprev committed the new version:\n%s", git.Git(t, "fleet", "log", "-1", "--format=commit %H%nAuthor: %an <%ae>%n%n%B", "--stat", "main"))
-	say("The Sync changed the Deployment: default/agent now runs %s", second)
-	g.Expect(git.Log(t, "fleet", "main")).To(HaveLen(3), "the initial commit and one uprev commit per version")
-}
-
-// exampleRepo reads examples/getting-started/fleet as the files of the
-// demo's Git repository, pointing its images at the demo registry.
-func exampleRepo(t *testing.T, registryHost string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	root := filepath.Join(exampleDir, "fleet")
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+	began := time.Now()
+	for _, bin := range []string{"kube-apiserver", "etcd", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(cluster.AssetsDir(), bin)); err != nil {
+			t.Fatalf("%s is missing in %s: run `make controlplane`, or set KUBEBUILDER_ASSETS", bin, cluster.AssetsDir())
 		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = strings.ReplaceAll(string(data), "registry.example.com", registryHost)
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("reading the example repository: %v", err)
 	}
-	return files
+	d := startDemo(t)
+	steps := d.script(t)
+	t.Logf("%4.0fs: the demo is up", time.Since(began).Seconds())
+	numbers := make([]int, 0, len(steps))
+	for _, s := range steps {
+		numbers = append(numbers, s.number)
+	}
+	g.Expect(numbers).To(HaveLen(len(checks)), "the script's steps and the test's checks")
+	for _, s := range steps {
+		c, ok := checks[s.number]
+		g.Expect(ok).To(BeTrue(), "step %d has no check", s.number)
+		g.Expect(s.commands).To(HaveLen(c.commands), "step %d: %s", s.number, s.title)
+	}
+	d.steps = map[int]step{}
+	for _, s := range steps {
+		d.steps[s.number] = s
+	}
+	for _, s := range steps {
+		t.Logf("%4.0fs: step %d: %s", time.Since(began).Seconds(), s.number, s.title)
+		checks[s.number].check(t, d)
+	}
+	t.Logf("%4.0fs: stopping the demo", time.Since(began).Seconds())
+	d.stop(t)
+	t.Logf("%4.0fs: stopped", time.Since(began).Seconds())
 }
 
-// waitForImage waits until the Deployment in the cluster runs image.
-func waitForImage(t *testing.T, k8s client.Client, image string) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		var d appsv1.Deployment
-		g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "agent"}, &d)).To(Succeed())
-		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
-	}).WithTimeout(time.Minute).Should(Succeed())
+// demo is the running demo program.
+type demo struct {
+	cmd      *exec.Cmd
+	bin      string
+	stateDir string
+	out      *syncBuffer
+	done     chan struct{}
+	// state is the demo's state.json once it is up.
+	state struct {
+		Registry  string `json:"registry"`
+		Clone     string `json:"clone"`
+		Processes []struct {
+			PID  int    `json:"pid"`
+			Name string `json:"name"`
+		} `json:"processes"`
+		ManagerLog string `json:"managerLog"`
+	}
+	steps   map[int]step
+	stopped bool
 }
 
-// startManager runs the uprev manager with every controller against c.
-func startManager(t *testing.T, c *cluster.Cluster) client.Client {
+// startDemo builds bin/uprev and the demo program as make demo does, and
+// starts the demo with its state in a temporary directory.
+func startDemo(t *testing.T) *demo {
 	t.Helper()
-	scheme, err := controllers.NewScheme()
-	if err != nil {
-		t.Fatal(err)
+	uprev := manager.Build(t)
+	bin := filepath.Join(t.TempDir(), "uprev-demo")
+	build := exec.Command("go", "build", "-o", bin, "./hack/demo")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building hack/demo: %v\n%s", err, out)
 	}
-	ctrl.SetLogger(logrDiscard())
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
+	d := &demo{bin: bin, stateDir: filepath.Join(t.TempDir(), "state"), out: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(bin, "up", "--state-dir", d.stateDir, "--uprev", uprev)
+	d.cmd.Dir = root
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("starting the demo: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := controllers.Options{Controllers: controllers.AllControllers, StoragePath: t.TempDir(), Concurrency: 2}
-	if err := controllers.Setup(ctx, mgr, opts); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error)
-	go func() { done <- mgr.Start(ctx) }()
+	go func() {
+		_ = d.cmd.Wait()
+		close(d.done)
+	}()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+		if t.Failed() {
+			if d.state.ManagerLog != "" {
+				if logs, err := os.ReadFile(d.state.ManagerLog); err == nil {
+					t.Logf("manager log:\n%s", logs)
+				}
+			}
+			t.Logf("demo output:\n%s", d.out.String())
 		}
+		d.stop(t)
 	})
-	return mgr.GetClient()
+	return d
 }
 
-// applyExample creates the object of an example file, with the registry
-// and Git placeholders replaced by the demo's servers.
-func applyExample(t *testing.T, k8s client.Client, file string, placeholders *strings.Replacer, obj client.Object) {
+// script waits until the demo is up and returns the steps of the script
+// it printed, which must be what it wrote into its state directory.
+func (d *demo) script(t *testing.T) []step {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(exampleDir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data = []byte(placeholders.Replace(string(data)))
-	if err := yaml.Unmarshal(data, obj); err != nil {
-		t.Fatalf("reading %s: %v", file, err)
-	}
-	if err := k8s.Create(t.Context(), obj); err != nil {
-		t.Fatalf("applying %s: %v", file, err)
-	}
-}
-
-// waitForTag waits until the policy selects tag and returns its latest ref.
-func waitForTag(t *testing.T, k8s client.Client, pol *imagev1.ImagePolicy, tag string) string {
-	t.Helper()
-	var ref string
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(pol), pol)).To(Succeed())
-		g.Expect(pol.Status.LatestRef).NotTo(BeNil())
-		g.Expect(pol.Status.LatestRef.Tag).To(Equal(tag))
-		ref = pol.Status.LatestRef.String()
-	}).WithTimeout(time.Minute).Should(Succeed())
-	return ref
-}
-
-// requestReconcile asks for a scan now, as `flux reconcile image repository` does.
-func requestReconcile(t *testing.T, k8s client.Client, obj client.Object) {
-	t.Helper()
-	NewWithT(t).Eventually(func() error {
-		if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		select {
+		case <-d.done:
+			StopTrying("the demo exited before it was up").Now()
+		default:
 		}
-		obj.SetAnnotations(map[string]string{meta.ReconcileRequestAnnotation: time.Now().Format(time.RFC3339Nano)})
-		return k8s.Update(t.Context(), obj)
-	}).Should(Succeed())
+		g.Expect(d.out.String()).To(ContainSubstring(scriptFooter))
+	}).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Succeed())
+	data, err := os.ReadFile(filepath.Join(d.stateDir, "state.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(json.Unmarshal(data, &d.state)).To(Succeed())
+
+	out := d.out.String()
+	start := strings.Index(out, scriptHeader)
+	g.Expect(start).To(BeNumerically(">=", 0))
+	printed := out[start:strings.Index(out, scriptFooter)]
+	printed = printed[strings.Index(printed, "\n")+1:]
+	written, err := os.ReadFile(filepath.Join(d.stateDir, "script.sh"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(strings.TrimSpace(printed)).To(Equal(strings.TrimSpace(string(written))), "the printed script is script.sh")
+	return parseScript(t, printed)
+}
+
+// stepHeader is a step's first line: `# <number>. <title>`.
+var stepHeader = regexp.MustCompile(`^# (\d+)\. (.+)$`)
+
+// parseScript reads the steps of a script: each starts with its header;
+// its commands are the lines up to the next header that are neither empty
+// nor comments.
+func parseScript(t *testing.T, script string) []step {
+	t.Helper()
+	var steps []step
+	sc := bufio.NewScanner(strings.NewReader(script))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if m := stepHeader.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			steps = append(steps, step{number: n, title: m[2]})
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if len(steps) == 0 {
+			t.Fatalf("the script has a command before its first step: %s", line)
+		}
+		steps[len(steps)-1].commands = append(steps[len(steps)-1].commands, line)
+	}
+	return steps
+}
+
+// run runs a command of the script with sh from the repository root, as a
+// person would paste it, and returns its output; it fails the test when
+// the command fails.
+func (d *demo) run(t *testing.T, command string) string {
+	t.Helper()
+	out, err := runCommand(command)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	return out
+}
+
+// runCommand runs command with sh from the repository root. Git reads no
+// user or system configuration, as on a fresh machine.
+func runCommand(command string) (string, error) {
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// command returns command i of step n.
+func (d *demo) command(n, i int) string {
+	return d.steps[n].commands[i]
+}
+
+// eventually runs command i of step n until its output satisfies matcher.
+func (d *demo) eventually(t *testing.T, n, i int, matcher OmegaMatcher) string {
+	t.Helper()
+	var out string
+	NewWithT(t).Eventually(func(g Gomega) {
+		var err error
+		out, err = runCommand(d.command(n, i))
+		g.Expect(err).NotTo(HaveOccurred(), out)
+		g.Expect(out).To(matcher)
+	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "step %d: %s", n, d.command(n, i))
+	return out
+}
+
+// image returns the agent's image ref of tag in the demo registry, without
+// its digest.
+func (d *demo) image(tag string) string {
+	return d.state.Registry + "/acme/agent:" + tag + "@sha256:"
+}
+
+// checkPushTag: the tag is pushed.
+func checkPushTag(t *testing.T, d *demo) {
+	out := d.run(t, d.command(1, 0))
+	NewWithT(t).Expect(out).To(HavePrefix("pushed " + d.image("1.1.0")))
+}
+
+// checkCommit: uprev commits the new version.
+func checkCommit(t *testing.T, d *demo) {
+	d.eventually(t, 2, 0, MatchRegexp(`^[0-9a-f]+ Update agent to 1\.1\.0\n`))
+}
+
+// checkWaves: eu-1 gets the new image, then us-1, at least the pause
+// later, both at the commit of step 2.
+func checkWaves(t *testing.T, d *demo) {
+	g := NewWithT(t)
+	d.eventually(t, 3, 0, HavePrefix(d.image("1.1.0")))
+	d.eventually(t, 3, 1, HavePrefix(d.image("1.1.0")))
+	head := strings.TrimSpace(d.run(t, "git -C "+d.state.Clone+" rev-parse HEAD"))
+	out := d.eventually(t, 3, 2, ContainSubstring("us-1\tmain@sha1:"+head))
+	applied := map[string]time.Time{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		fields := strings.Split(line, "\t")
+		g.Expect(fields).To(HaveLen(3), line)
+		g.Expect(fields[1]).To(Equal("main@sha1:"+head), line)
+		at, err := time.Parse(time.RFC3339, fields[2])
+		g.Expect(err).NotTo(HaveOccurred())
+		applied[fields[0]] = at
+	}
+	g.Expect(applied).To(HaveKey("eu-1"))
+	g.Expect(applied["us-1"].Sub(applied["eu-1"])).To(BeNumerically(">=", pause), "us-1 gets the revision the pause after eu-1")
+	d.eventually(t, 3, 3, MatchRegexp(`(?m)^COMPONENT +LATEST +eu-1 +us-1\nagent +1\.1\.0 +1\.1\.0 +1\.1\.0\n`))
+}
+
+// checkRevertHolds: the revert rolls the clusters back, and the
+// automation holds the reverted version instead of writing it again.
+func checkRevertHolds(t *testing.T, d *demo) {
+	g := NewWithT(t)
+	d.run(t, d.command(4, 0))
+	out := d.eventually(t, 4, 1, ContainSubstring(`"version":"1.1.0"`))
+	var holds []struct{ Policy, Version, RevertedIn string }
+	g.Expect(json.Unmarshal([]byte(out), &holds)).To(Succeed())
+	g.Expect(holds).To(ConsistOf(HaveField("Policy", "uprev-system/agent")))
+	revert := strings.TrimSpace(d.run(t, "git -C "+d.state.Clone+" rev-parse HEAD"))
+	g.Expect(holds[0].RevertedIn).To(Equal(revert))
+	g.Expect(d.run(t, d.command(2, 0))).To(MatchRegexp(`^[0-9a-f]+ Revert "Update agent to 1\.1\.0"\n`), "no new commit of the held version")
+	d.eventually(t, 3, 0, HavePrefix(d.image("1.0.0")))
+	d.eventually(t, 4, 2, MatchRegexp(`(?m)^agent +1\.1\.0 \(held\) +1\.0\.0 \(held\) +1\.0\.0 \(held\)\n`))
+}
+
+// checkReleaseHold: released, the version is written again and the hold
+// is gone.
+func checkReleaseHold(t *testing.T, d *demo) {
+	d.run(t, d.command(5, 0))
+	d.eventually(t, 2, 0, MatchRegexp(`^[0-9a-f]+ Update agent to 1\.1\.0\n[0-9a-f]+ Revert "Update agent to 1\.1\.0"\n`))
+	d.eventually(t, 4, 1, Equal("\n"))
+	d.eventually(t, 3, 0, HavePrefix(d.image("1.1.0")))
+}
+
+// checkChartCRDs: a new chart's CRDs are committed and applied.
+func checkChartCRDs(t *testing.T, d *demo) {
+	out := d.run(t, d.command(6, 0))
+	NewWithT(t).Expect(out).To(HavePrefix("pushed " + d.state.Registry + "/charts/agent:1.1.0@sha256:"))
+	d.eventually(t, 6, 1, And(
+		ContainSubstring("crds: agents.acme.example.com 1.0.0 --> 1.1.0"),
+		ContainSubstring("apps/agent/crds/agents.acme.example.com.yaml"),
+	))
+	d.eventually(t, 6, 2, Equal("1.1.0\n"))
+}
+
+// stop stops the demo as `make demo-down` does and checks that the demo
+// exited, that no process it started is left, and that its state is gone.
+func (d *demo) stop(t *testing.T) {
+	t.Helper()
+	if d.stopped {
+		return
+	}
+	d.stopped = true
+	g := NewWithT(t)
+	var recorded []int
+	for _, p := range d.state.Processes {
+		recorded = append(recorded, p.PID)
+	}
+	down := exec.Command(d.bin, "down", "--state-dir", d.stateDir)
+	down.Dir = root
+	out, err := down.CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(string(out)).To(ContainSubstring("The demo is down."))
+	g.Eventually(d.done).WithTimeout(time.Minute).Should(BeClosed())
+	if !t.Failed() {
+		g.Expect(d.cmd.ProcessState.ExitCode()).To(BeZero(), "the demo exits cleanly when signalled")
+	}
+	g.Expect(d.stateDir).NotTo(BeADirectory())
+	if _, err := os.Stat("/proc/self"); err != nil || t.Failed() {
+		return // no /proc: the demo records no processes
+	}
+	g.Expect(d.state.Processes).To(HaveLen(7), "etcd and kube-apiserver of three control planes, and the manager")
+	for _, pid := range recorded {
+		g.Expect(alive(pid)).To(BeFalse(), "process %d is left running", pid)
+	}
+	g.Expect(processesMentioning(d.stateDir)).To(BeEmpty(), "processes whose command line names the demo's state directory")
+}
+
+// alive reports whether process pid runs and is no zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	end := bytes.LastIndexByte(stat, ')')
+	return end < 0 || len(stat) < end+3 || (stat[end+2] != 'Z' && stat[end+2] != 'X')
+}
+
+// processesMentioning returns the live processes whose command line holds
+// s.
+func processesMentioning(s string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(s)) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return found
+}
+
+// syncBuffer is a bytes.Buffer that the demo's output goes to while the
+// test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -33,9 +33,9 @@ var triggers = []trigger{
 	{name: "poll", interval: pollInterval},
 }
 
-// latencyFixture is one ImageRepository, ImagePolicy, UpdateAutomation and
-// Sync set up as in examples/getting-started, the Deployment they keep
-// current running in the cluster uprev runs in.
+// latencyFixture is one ImageRepository, ImagePolicy (semver, digest
+// pinned), UpdateAutomation and Sync of the local cluster, and the
+// Deployment they keep current in the cluster uprev runs in.
 type latencyFixture struct {
 	b       *testing.B
 	s       *scenario

@@ -33,7 +33,7 @@ var (
 	webhookURL string
 )
 
-// intervalJitter is main.go's default --interval-jitter-percentage, so that
+// intervalJitter is the manager's default --interval-jitter-percentage, so that
 // intervals behave as in a default installation.
 const intervalJitter = 0.05
 

@@ -40,6 +40,18 @@ func AssetsDir() string {
 // Start starts a control plane with the project's CRDs installed. It fails,
 // saying how to build them, when the control-plane binaries are missing.
 func Start() (*Cluster, error) {
+	return start([]string{filepath.Join(repoRoot(), "config", "crd", "bases")})
+}
+
+// StartEmpty starts a control plane with no CRDs installed, as a new
+// cluster is: for programs that install uprev with kubectl themselves
+// (make demo), and for workload clusters.
+func StartEmpty() (*Cluster, error) {
+	return start(nil)
+}
+
+// start starts a control plane with the CRDs of crdDirs installed.
+func start(crdDirs []string) (*Cluster, error) {
 	assets := AssetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
@@ -48,7 +60,7 @@ func Start() (*Cluster, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot(), "config", "crd", "bases")},
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -81,11 +93,20 @@ func (c *Cluster) Stop() error {
 // KubeConfig returns a kubeconfig for an administrator of the cluster, as
 // users put in a Secret for a remote target.
 func (c *Cluster) KubeConfig() ([]byte, error) {
-	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: "uprev-admin", Groups: []string{"system:masters"}}, nil)
+	return c.KubeConfigAs("uprev-admin", "system:masters")
+}
+
+// KubeConfigAs returns a kubeconfig whose client certificate names user in
+// groups. RBAC knows a ServiceAccount by its user name, so
+// KubeConfigAs("system:serviceaccount:<namespace>:<name>",
+// "system:serviceaccounts", "system:serviceaccounts:<namespace>") acts
+// exactly as that ServiceAccount, without a token that expires.
+func (c *Cluster) KubeConfigAs(user string, groups ...string) ([]byte, error) {
+	u, err := c.env.ControlPlane.AddUser(envtest.User{Name: user, Groups: groups}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("adding an admin user: %w", err)
+		return nil, fmt.Errorf("adding user %s: %w", user, err)
 	}
-	kc, err := user.KubeConfig()
+	kc, err := u.KubeConfig()
 	if err != nil {
 		return nil, fmt.Errorf("writing kubeconfig: %w", err)
 	}

@@ -2,10 +2,12 @@ package gitserver
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,22 +36,47 @@ type Commit struct {
 // its HTTP URL.
 func (s *Server) InitRepo(t testing.TB, name, branch string, files map[string]string) string {
 	t.Helper()
+	url, err := s.CreateRepo(name, branch, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
+// CreateRepo is InitRepo for programs that are not tests (make demo): it
+// returns an error instead of failing a test.
+func (s *Server) CreateRepo(name, branch string, files map[string]string) (string, error) {
 	bare := s.RepoDir(name)
-	s.run(t, "", nil, "init", "--quiet", "--bare", "--initial-branch="+branch, bare)
-	work := t.TempDir()
-	s.run(t, work, nil, "init", "--quiet", "--initial-branch="+branch)
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
+	if _, err := s.runErr("", nil, "", "init", "--quiet", "--bare", "--initial-branch="+branch, bare); err != nil {
+		return "", err
 	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		writeFile(t, filepath.Join(work, p), files[p])
+	work, err := os.MkdirTemp("", "gitserver-init-")
+	if err != nil {
+		return "", err
 	}
-	s.run(t, work, nil, "add", "--all")
-	s.run(t, work, nil, "commit", "--quiet", "--allow-empty", "-m", "Initial commit")
-	s.run(t, work, nil, "push", "--quiet", bare, branch)
-	return s.HTTPURL(name)
+	defer os.RemoveAll(work)
+	if _, err := s.runErr(work, nil, "", "init", "--quiet", "--initial-branch="+branch); err != nil {
+		return "", err
+	}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		path := filepath.Join(work, p)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(path, []byte(files[p]), 0o644); err != nil {
+			return "", err
+		}
+	}
+	for _, args := range [][]string{
+		{"add", "--all"},
+		{"commit", "--quiet", "--allow-empty", "-m", "Initial commit"},
+		{"push", "--quiet", bare, branch},
+	} {
+		if _, err := s.runErr(work, nil, "", args...); err != nil {
+			return "", err
+		}
+	}
+	return s.HTTPURL(name), nil
 }
 
 // Clone clones the repository name with the git CLI into a new temporary
@@ -143,6 +170,16 @@ func (s *Server) run(t testing.TB, dir string, env []string, args ...string) str
 
 func (s *Server) runInput(t testing.TB, dir string, env []string, input string, args ...string) string {
 	t.Helper()
+	out, err := s.runErr(dir, env, input, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runErr runs git with args in dir, isolated from the user's configuration,
+// and returns its standard output; its error carries git's stderr.
+func (s *Server) runErr(dir string, env []string, input string, args ...string) (string, error) {
 	cmd := exec.Command(s.git, args...)
 	cmd.Dir = dir
 	cmd.Env = append(gitEnv(), env...)
@@ -150,9 +187,9 @@ func (s *Server) runInput(t testing.TB, dir string, env []string, input string, 
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), nil
 }
 
 // RunGit runs the git CLI with args in dir, isolated from the user's and
@@ -183,15 +220,5 @@ func gitEnv() []string {
 		"GIT_AUTHOR_EMAIL=" + AuthorEmail,
 		"GIT_COMMITTER_NAME=" + AuthorName,
 		"GIT_COMMITTER_EMAIL=" + AuthorEmail,
-	}
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatalf("creating %s: %v", filepath.Dir(path), err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatalf("writing %s: %v", path, err)
 	}
 }

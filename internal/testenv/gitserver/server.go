@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -31,6 +32,7 @@ type config struct {
 	username, password string
 	bearerToken        string
 	tls                bool
+	pushGate           <-chan struct{}
 }
 
 // WithBasicAuth makes the HTTP server require these basic-auth credentials
@@ -49,6 +51,13 @@ func WithBearerToken(token string) Option {
 // Server.CACertPEM) instead of plain HTTP.
 func WithTLS() Option {
 	return func(c *config) { c.tls = true }
+}
+
+// WithPushGate holds every push over HTTP (the git-receive-pack request
+// that carries the pack) until gate is closed, as a slow remote would, so
+// that a test can look at what a client shows during a push.
+func WithPushGate(gate <-chan struct{}) Option {
+	return func(c *config) { c.pushGate = gate }
 }
 
 // Counts tells how many ref advertisements the server has sent, one per
@@ -75,11 +84,24 @@ type Server struct {
 // directory of bare repositories. It fails the test if git is not installed.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	s, err := New(t.TempDir(), testWriter{t}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a Git server with HTTP and SSH endpoints on free ports of
+// 127.0.0.1, serving the bare repositories under root, for programs that
+// are not tests (make demo); git's stderr goes to logs. Close stops it. It
+// fails, saying so, when git is not installed.
+func New(root string, logs io.Writer, opts ...Option) (*Server, error) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
-		t.Fatalf("the Git test server needs the git binary (apt-get install git): %v", err)
+		return nil, fmt.Errorf("the Git test server needs the git binary (apt-get install git): %w", err)
 	}
-	s := &Server{root: t.TempDir(), git: gitPath}
+	s := &Server{root: root, git: gitPath}
 	for _, o := range opts {
 		o(&s.cfg)
 	}
@@ -94,17 +116,26 @@ func Start(t testing.TB, opts ...Option) *Server {
 			"GIT_CONFIG_KEY_0=http.receivepack", "GIT_CONFIG_VALUE_0=true",
 			"GIT_CONFIG_KEY_1=safe.directory", "GIT_CONFIG_VALUE_1=*",
 		),
-		Stderr: testWriter{t},
+		Stderr: logs,
 	}
-	handler := s.authenticate(s.count(backend))
+	handler := s.authenticate(s.count(s.gate(backend)))
 	if s.cfg.tls {
 		s.http = httptest.NewTLSServer(handler)
 	} else {
 		s.http = httptest.NewServer(handler)
 	}
-	t.Cleanup(s.http.Close)
-	s.ssh = startSSH(t, s)
-	return s
+	s.ssh, err = startSSH(s, logs)
+	if err != nil {
+		s.http.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops the server's SSH and HTTP endpoints.
+func (s *Server) Close() {
+	s.ssh.close()
+	s.http.Close()
 }
 
 // count records ref advertisements, which start every Git HTTP session.
@@ -116,6 +147,23 @@ func (s *Server) count(next http.Handler) http.Handler {
 				s.uploads.Add(1)
 			case "git-receive-pack":
 				s.pushes.Add(1)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// gate holds pushes until the configured gate is closed.
+func (s *Server) gate(next http.Handler) http.Handler {
+	if s.cfg.pushGate == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			select {
+			case <-s.cfg.pushGate:
+			case <-r.Context().Done():
+				return
 			}
 		}
 		next.ServeHTTP(w, r)

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -31,35 +30,38 @@ type sshServer struct {
 	conns      sync.WaitGroup
 	srv        *Server
 	serverConf *ssh.ServerConfig
+	logs       io.Writer
 }
 
-func startSSH(t testing.TB, srv *Server) *sshServer {
-	t.Helper()
+// startSSH starts the SSH endpoint of srv on a free port of 127.0.0.1;
+// close stops it. Errors of running git go to logs.
+func startSSH(srv *Server, logs io.Writer) (*sshServer, error) {
 	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		t.Fatalf("generating SSH host key: %v", err)
+		return nil, fmt.Errorf("generating SSH host key: %w", err)
 	}
 	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
 	if err != nil {
-		t.Fatalf("loading SSH host key: %v", err)
+		return nil, fmt.Errorf("loading SSH host key: %w", err)
 	}
 	clientPub, clientPriv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		t.Fatalf("generating SSH client key: %v", err)
+		return nil, fmt.Errorf("generating SSH client key: %w", err)
 	}
 	block, err := ssh.MarshalPrivateKey(clientPriv, "uprev-test")
 	if err != nil {
-		t.Fatalf("encoding SSH client key: %v", err)
+		return nil, fmt.Errorf("encoding SSH client key: %w", err)
 	}
 	authorised, err := ssh.NewPublicKey(clientPub)
 	if err != nil {
-		t.Fatalf("encoding SSH client public key: %v", err)
+		return nil, fmt.Errorf("encoding SSH client public key: %w", err)
 	}
 	s := &sshServer{
 		hostKey:   hostSigner.PublicKey(),
 		clientKey: pem.EncodeToMemory(block),
 		clientPub: authorised,
 		srv:       srv,
+		logs:      logs,
 	}
 	s.serverConf = &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
@@ -72,18 +74,20 @@ func startSSH(t testing.TB, srv *Server) *sshServer {
 	s.serverConf.AddHostKey(hostSigner)
 	s.listener, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("listening for SSH: %v", err)
+		return nil, fmt.Errorf("listening for SSH: %w", err)
 	}
 	s.addr = s.listener.Addr().String()
-	go s.serve(t)
-	t.Cleanup(func() {
-		_ = s.listener.Close()
-		s.conns.Wait()
-	})
-	return s
+	go s.serve()
+	return s, nil
 }
 
-func (s *sshServer) serve(t testing.TB) {
+// close stops accepting connections and waits for those open to end.
+func (s *sshServer) close() {
+	_ = s.listener.Close()
+	s.conns.Wait()
+}
+
+func (s *sshServer) serve() {
 	for {
 		conn, err := s.listener.Accept()
 		if err != nil {
@@ -92,12 +96,12 @@ func (s *sshServer) serve(t testing.TB) {
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
-			s.handleConn(t, conn)
+			s.handleConn(conn)
 		}()
 	}
 }
 
-func (s *sshServer) handleConn(t testing.TB, conn net.Conn) {
+func (s *sshServer) handleConn(conn net.Conn) {
 	defer conn.Close()
 	sconn, chans, reqs, err := ssh.NewServerConn(conn, s.serverConf)
 	if err != nil {
@@ -118,7 +122,7 @@ func (s *sshServer) handleConn(t testing.TB, conn net.Conn) {
 		sessions.Add(1)
 		go func() {
 			defer sessions.Done()
-			s.handleSession(t, ch, chReqs)
+			s.handleSession(ch, chReqs)
 		}()
 	}
 	sessions.Wait()
@@ -126,7 +130,7 @@ func (s *sshServer) handleConn(t testing.TB, conn net.Conn) {
 
 // handleSession runs the first exec request of a session and reports its
 // exit status.
-func (s *sshServer) handleSession(t testing.TB, ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (s *sshServer) handleSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
 	for req := range reqs {
 		switch req.Type {
@@ -139,7 +143,7 @@ func (s *sshServer) handleSession(t testing.TB, ch ssh.Channel, reqs <-chan *ssh
 				continue
 			}
 			_ = req.Reply(true, nil)
-			status := s.exec(t, ch, payload.Command)
+			status := s.exec(ch, payload.Command)
 			_, _ = ch.SendRequest("exit-status", false, binary.BigEndian.AppendUint32(nil, status))
 			return
 		default:
@@ -150,7 +154,7 @@ func (s *sshServer) handleSession(t testing.TB, ch ssh.Channel, reqs <-chan *ssh
 
 // exec runs `git-upload-pack '<path>'` or `git-receive-pack '<path>'` on a
 // repository under the server root and returns its exit status.
-func (s *sshServer) exec(t testing.TB, ch ssh.Channel, command string) uint32 {
+func (s *sshServer) exec(ch ssh.Channel, command string) uint32 {
 	service, arg, _ := strings.Cut(command, " ")
 	switch service {
 	case "git-upload-pack":
@@ -186,7 +190,7 @@ func (s *sshServer) exec(t testing.TB, ch ssh.Channel, command string) uint32 {
 		if errors.As(err, &exit) {
 			return uint32(exit.ExitCode())
 		}
-		t.Logf("running %s: %v", service, err)
+		fmt.Fprintf(s.logs, "running %s: %v\n", service, err)
 		return 1
 	}
 	return 0

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -27,34 +28,52 @@ const (
 // content), in path order.
 func Tar(t testing.TB, files map[string]string) []byte {
 	t.Helper()
+	data, err := tarFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// tarFiles is Tar, returning its error.
+func tarFiles(files map[string]string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o644, Size: int64(len(files[p])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatalf("writing tar header %s: %v", p, err)
+			return nil, fmt.Errorf("writing tar header %s: %w", p, err)
 		}
 		if _, err := io.WriteString(tw, files[p]); err != nil {
-			t.Fatalf("writing tar entry %s: %v", p, err)
+			return nil, fmt.Errorf("writing tar entry %s: %w", p, err)
 		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatalf("closing tar: %v", err)
+		return nil, fmt.Errorf("closing tar: %w", err)
 	}
-	return buf.Bytes()
+	return buf.Bytes(), nil
 }
 
 // Gzip compresses data.
 func Gzip(t testing.TB, data []byte) []byte {
 	t.Helper()
+	out, err := gzipData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// gzipData is Gzip, returning its error.
+func gzipData(data []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	if _, err := gz.Write(data); err != nil {
-		t.Fatalf("compressing: %v", err)
+		return nil, fmt.Errorf("compressing: %w", err)
 	}
 	if err := gz.Close(); err != nil {
-		t.Fatalf("compressing: %v", err)
+		return nil, fmt.Errorf("compressing: %w", err)
 	}
-	return buf.Bytes()
+	return buf.Bytes(), nil
 }
 
 // Layer returns a gzip-compressed container image layer of the
@@ -84,14 +103,23 @@ func ImageOf(t testing.TB, layers ...v1.Layer) v1.Image {
 // layer, data, of media type layerType, as helm push and flux push make.
 func Artifact(t testing.TB, configType, layerType types.MediaType, data []byte) v1.Image {
 	t.Helper()
+	img, err := newArtifact(configType, layerType, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// newArtifact is Artifact, returning its error.
+func newArtifact(configType, layerType types.MediaType, data []byte) (v1.Image, error) {
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer:     static.NewLayer(data, layerType),
 		MediaType: layerType,
 	})
 	if err != nil {
-		t.Fatalf("making an artifact: %v", err)
+		return nil, fmt.Errorf("making an artifact: %w", err)
 	}
-	return mutate.ConfigMediaType(img, configType)
+	return mutate.ConfigMediaType(img, configType), nil
 }
 
 // HelmChart returns a Helm chart as Helm stores charts in OCI registries:
@@ -99,9 +127,27 @@ func Artifact(t testing.TB, configType, layerType types.MediaType, data []byte) 
 // files, which are relative to the chart's folder.
 func HelmChart(t testing.TB, name, version string, files map[string]string) v1.Image {
 	t.Helper()
+	img, err := NewHelmChart(name, version, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// NewHelmChart is HelmChart for programs that are not tests (make demo):
+// it returns an error instead of failing a test.
+func NewHelmChart(name, version string, files map[string]string) (v1.Image, error) {
 	content := map[string]string{name + "/Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: " + version + "\n"}
 	for p, body := range files {
 		content[name+"/"+p] = body
 	}
-	return Artifact(t, helmConfigMediaType, helmChartMediaType, Gzip(t, Tar(t, content)))
+	tarData, err := tarFiles(content)
+	if err != nil {
+		return nil, err
+	}
+	gz, err := gzipData(tarData)
+	if err != nil {
+		return nil, err
+	}
+	return newArtifact(helmConfigMediaType, helmChartMediaType, gz)
 }

@@ -154,6 +154,18 @@ type counters struct {
 // Start starts a registry configured by opts and stops it when the test ends.
 func Start(t testing.TB, opts ...Option) *Registry {
 	t.Helper()
+	r, err := New(testLog{t}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// New starts a registry configured by opts on a free port of 127.0.0.1,
+// for programs that are not tests (make demo); the server's own log lines
+// (TLS handshake failures) go to logs. Close stops it.
+func New(logs io.Writer, opts ...Option) (*Registry, error) {
 	r := &Registry{
 		store:      ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))),
 		sortedTags: map[string][]string{},
@@ -162,12 +174,12 @@ func Start(t testing.TB, opts ...Option) *Registry {
 		o(&r.opts)
 	}
 	r.server = httptest.NewUnstartedServer(http.HandlerFunc(r.serveHTTP))
-	r.server.Config.ErrorLog = log.New(testLog{t}, "test registry: ", 0)
+	r.server.Config.ErrorLog = log.New(logs, "test registry: ", 0)
 	if r.opts.tls {
 		if r.opts.clientCerts {
 			pool, err := r.makeClientCertificate()
 			if err != nil {
-				t.Fatalf("making a client certificate for the test registry: %v", err)
+				return nil, fmt.Errorf("making a client certificate for the test registry: %w", err)
 			}
 			r.server.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
 		}
@@ -177,11 +189,11 @@ func Start(t testing.TB, opts ...Option) *Registry {
 		r.server.Start()
 	}
 	r.URL = r.server.URL
-	t.Cleanup(r.close)
-	return r
+	return r, nil
 }
 
-func (r *Registry) close() {
+// Close stops the registry, releasing requests that Hold keeps waiting.
+func (r *Registry) Close() {
 	r.mu.Lock()
 	if r.gate != nil {
 		close(r.gate)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -81,7 +82,7 @@ func TestPlanCommandRefsFile(t *testing.T) {
 			name:     "nothing to change",
 			refs:     "fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\nfleet/app: {name: ghcr.io/acme/app, tag: 2.0.0}\n",
 			args:     []string{"--namespace", "fleet"},
-			wantOut:  held + "refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n",
+			wantOut:  "no changes\n" + held + "refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n",
 			wantCode: 0,
 		},
 		{
@@ -109,11 +110,12 @@ func TestPlanCommandRefsFile(t *testing.T) {
 			name:     "another version released",
 			refs:     "fleet/agent: {name: ghcr.io/acme/agent, tag: 1.4.2}\n",
 			args:     []string{"--namespace", "fleet", "--release-holds", "fleet/agent 1.4.1"},
-			wantOut:  held + "refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n",
+			wantOut:  "no changes\n" + held + "refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n",
 			wantCode: 0,
 		},
 		{name: "bad refs file", refs: "agent: {name: a, tag: '1'}\n", wantErr: "want namespace/name", wantCode: 1},
 		{name: "unknown branch", refs: "{}", args: []string{"--branch", "nope"}, wantErr: `branch "nope"`, wantCode: 1},
+		{name: "no policies", refs: "{}", args: []string{"--namespace", "fleet"}, wantOut: "no changes\n", wantCode: 0},
 		{name: "no source", args: []string{"--refs="}, wantErr: "one of --kubeconfig and --refs is required", wantCode: 1},
 		{name: "two sources", args: []string{"--kubeconfig", "x"}, wantErr: "exclude each other", wantCode: 1},
 		{name: "an automation without a cluster", args: []string{"--automation", "fleet"}, wantErr: "--automation needs --kubeconfig and --namespace", wantCode: 1},
@@ -179,7 +181,7 @@ func TestPlanCommandPushBranchAndReleasedHolds(t *testing.T) {
 		{
 			name:    "a revert on the push branch holds",
 			args:    []string{"--push-branch", "uprev/review"},
-			wantOut: agentHeld + appHeld + agentRefused + appRefused,
+			wantOut: "no changes\n" + agentHeld + appHeld + agentRefused + appRefused,
 		},
 		{
 			name:     "a released hold is written",
@@ -309,6 +311,12 @@ func TestPlanCommandAutomation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runPlan runs `uprev plan` with args as the binary does, and returns its
+// exit code.
+func runPlan(ctx context.Context, args []string, stdout, stderr *bytes.Buffer) int {
+	return Execute(ctx, append([]string{"plan"}, args...), Options{IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: stdout, ErrOut: stderr}})
 }
 
 // readyPolicy creates a semver ImagePolicy and, when ref is set, gives it

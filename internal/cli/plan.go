@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -7,7 +7,8 @@ import (
 	"io"
 	"strings"
 
-	flag "github.com/spf13/pflag"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,16 +19,17 @@ import (
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
-// planUsage heads the help of `uprev plan`.
-const planUsage = `Usage: uprev plan --checkout DIR [--path ./clusters] (--kubeconfig FILE [--namespace NS [--automation NAME]] | --refs FILE)
-                  [--branch main] [--push-branch BRANCH] [--release-holds LIST] [--allow-downgrade]
+// planLong is the help of `uprev plan`.
+const planLong = `Prints what the next automation run would change in the checkout DIR, one
+line per change ("no changes" when there is none), then the held versions and
+the refused changes. Writes nothing.
 
-Prints what the next automation run would change in the checkout DIR, one
-line per change, then the held versions and the refused changes. Writes
-nothing. Exit code: 0 when nothing would change, 2 when something would,
-1 on error.
+Exit code: 0 when nothing would change, 2 when something would, 1 on error.
+See docs/plan.md.`
 
-`
+// planExample shows `uprev plan` at work.
+const planExample = `  uprev plan --checkout . --path ./clusters --kubeconfig ~/.kube/config --namespace uprev-system --automation fleet
+  uprev plan --checkout . --path ./clusters --refs refs.yaml --namespace uprev-system --push-branch uprev/updates`
 
 // planOptions are the flags of `uprev plan`.
 type planOptions struct {
@@ -47,16 +49,23 @@ type planOptions struct {
 	set map[string]bool
 }
 
-// runPlan runs `uprev plan` with args (after the word plan), prints the
-// plan to stdout and problems to stderr, and returns the exit code.
-func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// newPlanCommand returns `uprev plan`.
+func newPlanCommand(opts Options) *cobra.Command {
 	var o planOptions
-	fs := flag.NewFlagSet("uprev plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, planUsage)
-		fs.PrintDefaults()
+	cmd := &cobra.Command{
+		Use:     "plan --checkout DIR (--kubeconfig FILE | --refs FILE) [flags]",
+		Short:   "Show what the next automation run would change in a checkout",
+		Long:    planLong,
+		Example: planExample,
+		GroupID: groupInspect,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.set = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
+			return o.run(cmd.Context(), opts)
+		},
 	}
+	fs := cmd.Flags()
 	fs.StringVar(&o.checkout, "checkout", "", "The checkout of the repository the automation writes to (required).")
 	fs.StringVar(&o.path, "path", ".", "The directory under the checkout whose files the automation updates (its spec.update.path).")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Read the ImagePolicies from the cluster of this kubeconfig.")
@@ -68,28 +77,26 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.releaseHolds, "release-holds", "", "Release holds, as the annotation "+uprevv1.HoldReleaseAnnotation+` does: "*", or comma-separated "<namespace>/<policy> <version>".`)
 	fs.BoolVar(&o.allowDowngrade, "allow-downgrade", false, "Allow changes to lower versions, as spec.allowDowngrade does.")
 	fs.StringVar(&o.automation, "automation", "", "Take --push-branch, --release-holds and --allow-downgrade from this UpdateAutomation of --namespace in the --kubeconfig cluster; flags given as well win.")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return plan.ExitNoChange
-		}
-		fmt.Fprintln(stderr, "uprev plan:", err)
-		return plan.ExitError
-	}
-	o.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	p, err := planCheckout(ctx, o, stderr)
+	return cmd
+}
+
+// run computes the plan, prints it to stdout and problems to stderr, and
+// ends with the plan's exit code.
+func (o *planOptions) run(ctx context.Context, opts Options) error {
+	p, err := planCheckout(ctx, *o, opts.ErrOut)
 	if err != nil {
-		fmt.Fprintln(stderr, "uprev plan:", err)
-		return plan.ExitError
+		return err
 	}
-	if err := p.Write(stdout); err != nil {
-		fmt.Fprintln(stderr, "uprev plan: writing the plan:", err)
-		return plan.ExitError
+	if err := p.Write(opts.Out); err != nil {
+		return fmt.Errorf("writing the plan: %w", err)
 	}
 	for _, e := range p.Result.FileErrors {
-		fmt.Fprintln(stderr, "error:", e)
+		fmt.Fprintln(opts.ErrOut, "error:", e)
 	}
-	return p.ExitCode()
+	if code := p.ExitCode(); code != plan.ExitNoChange {
+		return exitCode(code)
+	}
+	return nil
 }
 
 // planCheckout reads the policies and holds o names and computes the plan;

@@ -1,0 +1,139 @@
+package controllers
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/fluxcd/cli-utils/pkg/object"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/apply"
+	"github.com/uprev-dev/uprev/internal/fleet"
+)
+
+// appliedComponents returns the images of the objects an apply wrote or
+// found unchanged: objects it skipped (annotated uprev.dev/reconcile:
+// disabled) run whatever the cluster holds. Objects without a namespace
+// were applied in defaultNamespace.
+func appliedComponents(objects []*unstructured.Unstructured, res apply.Result, defaultNamespace string) ([]uprevv1.AppliedComponent, int) {
+	skipped := map[string]bool{}
+	for _, id := range res.Skipped() {
+		skipped[id] = true
+	}
+	applied := make([]*unstructured.Unstructured, 0, len(objects))
+	for _, o := range objects {
+		id := object.UnstructuredToObjMetadata(o)
+		if id.Namespace == "" {
+			id.Namespace = defaultNamespace
+		}
+		if !skipped[id.String()] {
+			applied = append(applied, o)
+		}
+	}
+	return fleet.ComponentsOf(applied)
+}
+
+// componentLabels are the labels of uprev_target_component_info.
+var componentLabels = []string{"sync", "namespace", "target", "image", "tag", "digest"}
+
+// TargetComponentMetric is the gauge uprev_target_component_info: 1 for
+// every image, tag and digest a Sync's target last applied, as in the
+// Sync's status.targets[].components. It remembers the series of each Sync
+// so that those a target no longer runs, and those of a deleted Sync, are
+// deleted.
+type TargetComponentMetric struct {
+	vec       *prometheus.GaugeVec
+	mu        sync.Mutex
+	published map[types.NamespacedName][]prometheus.Labels
+}
+
+// NewTargetComponentMetric returns the metric, unregistered.
+func NewTargetComponentMetric() *TargetComponentMetric {
+	return &TargetComponentMetric{
+		vec: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "uprev_target_component_info",
+			Help: "A container image (repository, tag and digest) that a Sync target last applied; always 1.",
+		}, componentLabels),
+		published: map[types.NamespacedName][]prometheus.Labels{},
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *TargetComponentMetric) Describe(ch chan<- *prometheus.Desc) { m.vec.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (m *TargetComponentMetric) Collect(ch chan<- prometheus.Metric) { m.vec.Collect(ch) }
+
+// Publish makes the series of a Sync match the components in its status,
+// for the targets its spec still names. A nil metric does nothing.
+func (m *TargetComponentMetric) Publish(s *uprevv1.Sync) {
+	if m == nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	want := componentSeries(s)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleteExcept(m.published[key], want)
+	for _, l := range want {
+		m.vec.With(l).Set(1)
+	}
+	m.published[key] = want
+}
+
+// Forget deletes every series of a Sync. A nil metric does nothing.
+func (m *TargetComponentMetric) Forget(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleteExcept(m.published[key], nil)
+	delete(m.published, key)
+}
+
+// deleteExcept deletes the series of old that keep does not hold.
+func (m *TargetComponentMetric) deleteExcept(old, keep []prometheus.Labels) {
+	kept := make(map[string]bool, len(keep))
+	for _, l := range keep {
+		kept[labelValues(l)] = true
+	}
+	for _, l := range old {
+		if !kept[labelValues(l)] {
+			m.vec.Delete(l)
+		}
+	}
+}
+
+// labelValues returns the values of a series' labels, in componentLabels
+// order, as a comparable key.
+func labelValues(l prometheus.Labels) string {
+	v := make([]string, len(componentLabels))
+	for i, name := range componentLabels {
+		v[i] = l[name]
+	}
+	return strings.Join(v, "\x00")
+}
+
+// componentSeries returns the labels of every series of a Sync: one per
+// component of each target that its spec names.
+func componentSeries(s *uprevv1.Sync) []prometheus.Labels {
+	var series []prometheus.Labels
+	for _, target := range s.Spec.Targets {
+		for _, ts := range s.Status.Targets {
+			if ts.Name != target.Name {
+				continue
+			}
+			for _, c := range ts.Components {
+				series = append(series, prometheus.Labels{
+					"sync": s.Name, "namespace": s.Namespace, "target": ts.Name,
+					"image": c.Image, "tag": c.Tag, "digest": c.Digest,
+				})
+			}
+		}
+	}
+	return series
+}

@@ -1,0 +1,108 @@
+// Package cli is uprev's command line: the root command and its
+// subcommands, one file per command group. Without a subcommand the binary
+// runs the manager with the flags of `uprev run`, as config/manager starts
+// it.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/clock"
+)
+
+// Options are what every command shares.
+type Options struct {
+	// IOStreams are where commands read and write.
+	genericiooptions.IOStreams
+	// Clock is what ages (the AGE column of `uprev get`) and reconcile
+	// request times are taken from; nil means the real clock.
+	Clock clock.Clock
+}
+
+// Command groups, in the order `uprev --help` lists them.
+const (
+	groupManager = "manager"
+	groupInspect = "inspect"
+	groupOperate = "operate"
+)
+
+// rootLong is the help of the bare binary.
+const rootLong = `uprev writes the versions its image policies select into Git and applies
+Git onto clusters.
+
+Without a command, uprev runs the manager with the flags of 'uprev run'
+(see 'uprev run --help'), as config/manager starts it.`
+
+// exitCode ends a command with an exit code other than 0 or 1 and no
+// message: `uprev plan` exits 2 when something would change.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit code %d", int(c)) }
+
+// Execute runs the command line args (without the program name) and
+// returns the process's exit code: 0 on success, 1 on error (the error is
+// written to opts.ErrOut), or the code a command chose.
+func Execute(ctx context.Context, args []string, opts Options) int {
+	root := NewRootCommand(opts)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
+	}
+	fmt.Fprintf(opts.ErrOut, "%s: %v\n", cmd.CommandPath(), err)
+	return 1
+}
+
+// NewRootCommand returns the `uprev` command with every subcommand.
+func NewRootCommand(opts Options) *cobra.Command {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	var mgr managerOptions
+	root := &cobra.Command{
+		Use:   "uprev",
+		Short: "GitOps image automation for Kubernetes",
+		Long:  rootLong,
+		// The bare binary is the manager: its flags are those of `uprev
+		// run`, hidden here so that the help lists the commands.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return mgr.run(cmd.Context())
+		},
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	mgr.bindFlags(root.Flags())
+	root.Flags().VisitAll(func(f *pflag.Flag) { f.Hidden = true })
+	root.SetIn(opts.In)
+	root.SetOut(opts.Out)
+	root.SetErr(opts.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nSee '%s --help' for usage", err, c.CommandPath())
+	})
+
+	root.AddGroup(
+		&cobra.Group{ID: groupManager, Title: "Manager:"},
+		&cobra.Group{ID: groupInspect, Title: "Inspect:"},
+		&cobra.Group{ID: groupOperate, Title: "Operate:"},
+	)
+	root.AddCommand(
+		newRunCommand(),
+		newGetCommand(opts),
+		newPlanCommand(opts),
+		newReconcileCommand(opts),
+		newSuspendCommand(opts),
+		newResumeCommand(opts),
+		newReleaseHoldCommand(opts),
+		newVersionCommand(opts),
+	)
+	return root
+}

@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Noun is one kind of thing `uprev get` lists, and one subcommand of it:
+// `uprev get <noun> [NAME...]`. getNouns lists them; a new noun is one more
+// entry there.
+type Noun struct {
+	// Name is the subcommand, plural as kubectl's resources are: "syncs".
+	Name string
+	// Aliases are other names for it: the singular, the kind, a short name.
+	Aliases []string
+	// Short is its one-line help.
+	Short string
+	// Read reads the table to show from the cluster.
+	Read func(ctx context.Context, c client.Reader, q Query) (*Table, error)
+}
+
+// Query says what `uprev get` asks a noun for.
+type Query struct {
+	// Namespace to read; empty means every namespace (-A).
+	Namespace string
+	// Names narrows the table to these objects; a missing one is an error
+	// (see notFound). Empty means all.
+	Names []string
+	// Now is the time ages are measured against.
+	Now time.Time
+}
+
+// Table is what a noun shows.
+type Table struct {
+	// Columns head the table; `uprev get -A` puts NAMESPACE before them.
+	Columns []Column
+	// Rows are the things listed, in the order shown.
+	Rows []Row
+}
+
+// Column is one column of a Table.
+type Column struct {
+	// Header is its title, in capitals as kubectl prints them.
+	Header string
+	// Wide columns are shown with -o wide only.
+	Wide bool
+}
+
+// Row is one line of a Table.
+type Row struct {
+	// Namespace of the thing listed, shown with -A.
+	Namespace string
+	// Cells are the values, one per column of the table.
+	Cells []string
+	// Object is what -o yaml and -o json print for the row: the object
+	// itself (its apiVersion and kind set), or a record of what the row
+	// shows.
+	Object any
+}
+
+// getNouns returns the nouns of `uprev get`, in the order its help lists
+// them.
+func getNouns() []Noun {
+	return []Noun{policiesNoun(), automationsNoun(), syncsNoun(), holdsNoun()}
+}
+
+// Output formats of `uprev get -o`.
+const (
+	outputTable = ""
+	outputWide  = "wide"
+	outputYAML  = "yaml"
+	outputJSON  = "json"
+)
+
+// getOptions are the flags `uprev get` shares among its nouns.
+type getOptions struct {
+	cluster       *clusterFlags
+	allNamespaces bool
+	output        string
+}
+
+// getLong is the help of `uprev get`.
+const getLong = `Lists uprev's objects, or what their status says, as kubectl get does: in the
+namespace of -n (default: the kubeconfig context's), or in every namespace
+with -A; as a table, a wider table (-o wide), YAML or JSON.`
+
+// getExample shows `uprev get` at work.
+const getExample = `  uprev get syncs -A
+  uprev get policies -n uprev-system -o wide
+  uprev get holds -A
+  uprev get fleet -A
+  uprev get automation fleet -n uprev-system -o yaml`
+
+// newGetCommand returns `uprev get` with a subcommand per noun.
+func newGetCommand(opts Options) *cobra.Command {
+	o := &getOptions{}
+	nouns := getNouns()
+	cmd := &cobra.Command{
+		Use:     "get NOUN [NAME...]",
+		Short:   "List " + nounList(nouns, ", ", " or ") + "; show the fleet",
+		Long:    getLong,
+		Example: getExample,
+		GroupID: groupInspect,
+		// The distance cobra suggests commands within, for nouns too.
+		SuggestionsMinimumDistance: 2,
+		// NOUN is a subcommand; what reaches here is no noun.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("a noun is required: %s", nounList(nouns, ", ", " or "))
+			}
+			err := fmt.Errorf("unknown noun %q: want %s", args[0], nounList(nouns, ", ", " or "))
+			if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+				err = fmt.Errorf("%w (did you mean %s?)", err, strings.Join(suggestions, " or "))
+			}
+			return err
+		},
+	}
+	fs := cmd.PersistentFlags()
+	o.cluster = newClusterFlags(fs)
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List in every namespace; the NAMESPACE column comes first.")
+	fs.StringVarP(&o.output, "output", "o", "", "Output format: wide, yaml or json; default: a table.")
+	for _, n := range nouns {
+		cmd.AddCommand(o.nounCommand(n, opts))
+	}
+	cmd.AddCommand(o.fleetCommand(opts))
+	return cmd
+}
+
+// nounList joins the names of nouns, the last two with last.
+func nounList(nouns []Noun, sep, last string) string {
+	names := make([]string, len(nouns))
+	for i, n := range nouns {
+		names[i] = n.Name
+	}
+	if len(names) < 2 {
+		return strings.Join(names, sep)
+	}
+	return strings.Join(names[:len(names)-1], sep) + last + names[len(names)-1]
+}
+
+// nounCommand returns `uprev get <noun>`.
+func (o *getOptions) nounCommand(n Noun, opts Options) *cobra.Command {
+	return &cobra.Command{
+		Use:     n.Name + " [NAME...]",
+		Aliases: n.Aliases,
+		Short:   n.Short,
+		RunE: func(cmd *cobra.Command, names []string) error {
+			return o.get(cmd.Context(), opts, n, names)
+		},
+	}
+}
+
+// get reads the table of n and prints it.
+func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []string) error {
+	switch o.output {
+	case outputTable, outputWide, outputYAML, outputJSON:
+	default:
+		return fmt.Errorf("unknown output format %q: want wide, yaml or json", o.output)
+	}
+	if o.allNamespaces && len(names) > 0 {
+		return errors.New("names cannot be looked up across all namespaces (-A); give a namespace with -n")
+	}
+	q := Query{Names: names, Now: opts.Clock.Now()}
+	if !o.allNamespaces {
+		ns, err := o.cluster.namespace()
+		if err != nil {
+			return err
+		}
+		q.Namespace = ns
+	}
+	c, err := o.cluster.client(opts.ErrOut)
+	if err != nil {
+		return err
+	}
+	t, err := n.Read(ctx, c, q)
+	if err != nil {
+		return err
+	}
+	switch o.output {
+	case outputYAML, outputJSON:
+		return printObjects(opts.Out, t, o.output, len(names) == 1)
+	}
+	if len(t.Rows) == 0 {
+		if o.allNamespaces {
+			fmt.Fprintf(opts.ErrOut, "No %s found.\n", n.Name)
+		} else {
+			fmt.Fprintf(opts.ErrOut, "No %s found in namespace %s.\n", n.Name, q.Namespace)
+		}
+		return nil
+	}
+	return printTable(opts.Out, t, o.output == outputWide, o.allNamespaces)
+}

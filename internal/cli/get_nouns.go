@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/guard"
+)
+
+// objectPtr is a pointer to a Kubernetes object type T.
+type objectPtr[T any] interface {
+	*T
+	client.Object
+}
+
+// readObjects returns the objects of one kind that q asks for: those
+// named, or all of q.Namespace (every namespace when empty). list is an
+// empty list of the kind, items its Items.
+func readObjects[T any, P objectPtr[T]](ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, list client.ObjectList, items *[]T, q Query) ([]P, error) {
+	var objs []P
+	if len(q.Names) == 0 {
+		if err := c.List(ctx, list, client.InNamespace(q.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		for i := range *items {
+			objs = append(objs, P(&(*items)[i]))
+		}
+	}
+	for _, name := range q.Names {
+		obj := P(new(T))
+		if err := c.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: name}, obj); err != nil {
+			return nil, lookupError(err, gvk.Kind, q.Namespace, name)
+		}
+		objs = append(objs, obj)
+	}
+	for _, obj := range objs {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		obj.SetManagedFields(nil) // kubectl leaves them out too
+	}
+	return objs, nil
+}
+
+// lookupError says which object a failed Get was for, plainly when it does
+// not exist.
+func lookupError(err error, kind, namespace, name string) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %q not found in namespace %q", kind, name, namespace)
+	}
+	return fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
+}
+
+// policiesNoun lists ImagePolicies: the version each selects.
+func policiesNoun() Noun {
+	return Noun{
+		Name:    "policies",
+		Aliases: []string{"policy", "imagepolicies", "imagepolicy"},
+		Short:   "List ImagePolicies and the version each selects",
+		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
+			var list imagev1.ImagePolicyList
+			policies, err := readObjects[imagev1.ImagePolicy](ctx, c, imagev1.GroupVersion.WithKind(imagev1.ImagePolicyKind), &list, &list.Items, q)
+			if err != nil {
+				return nil, err
+			}
+			t := &Table{Columns: []Column{
+				{Header: "NAME"}, {Header: "LATEST"}, {Header: "READY"}, {Header: "STATUS"}, {Header: "AGE"},
+				{Header: "REPOSITORY", Wide: true}, {Header: "DIGEST", Wide: true},
+			}}
+			for _, p := range policies {
+				var latest, digest string
+				if ref := p.Status.LatestRef; ref != nil {
+					latest, digest = ref.Name+":"+ref.Tag, ref.Digest
+				}
+				ready, message := readyCells(p.Status.Conditions)
+				repo := p.Spec.ImageRepositoryRef.Name
+				if ns := p.Spec.ImageRepositoryRef.Namespace; ns != "" && ns != p.Namespace {
+					repo = ns + "/" + repo
+				}
+				t.Rows = append(t.Rows, Row{Namespace: p.Namespace, Object: p, Cells: []string{
+					p.Name, latest, ready, message, age(p.CreationTimestamp, q.Now), repo, digest,
+				}})
+			}
+			return t, nil
+		},
+	}
+}
+
+// readAutomations returns the UpdateAutomations q asks for.
+func readAutomations(ctx context.Context, c client.Reader, q Query) ([]*uprevv1.UpdateAutomation, error) {
+	var list uprevv1.UpdateAutomationList
+	return readObjects[uprevv1.UpdateAutomation](ctx, c, uprevv1.GroupVersion.WithKind(uprevv1.UpdateAutomationKind), &list, &list.Items, q)
+}
+
+// automationsNoun lists UpdateAutomations: what each last pushed and
+// holds.
+func automationsNoun() Noun {
+	return Noun{
+		Name:    "automations",
+		Aliases: []string{"automation", "updateautomations", "updateautomation", "ua"},
+		Short:   "List UpdateAutomations, their last commit and holds",
+		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
+			autos, err := readAutomations(ctx, c, q)
+			if err != nil {
+				return nil, err
+			}
+			t := &Table{Columns: []Column{
+				{Header: "NAME"}, {Header: "READY"}, {Header: "SUSPENDED"}, {Header: "LAST COMMIT"}, {Header: "HOLDS"}, {Header: "STATUS"}, {Header: "AGE"},
+				{Header: "URL", Wide: true}, {Header: "PUSH BRANCH", Wide: true}, {Header: "LAST PUSH", Wide: true},
+			}}
+			for _, a := range autos {
+				ready, message := readyCells(a.Status.Conditions)
+				t.Rows = append(t.Rows, Row{Namespace: a.Namespace, Object: a, Cells: []string{
+					a.Name, ready, boolCell(a.Spec.Suspend), shortSHA(a.Status.LastPushCommit), strconv.Itoa(len(a.Status.Holds)),
+					message, age(a.CreationTimestamp, q.Now),
+					a.Spec.Git.URL, a.PushBranch(), ageOf(a.Status.LastPushTime, q.Now),
+				}})
+			}
+			return t, nil
+		},
+	}
+}
+
+// syncsNoun lists Syncs: the revision each applies and how many targets
+// have it.
+func syncsNoun() Noun {
+	return Noun{
+		Name:    "syncs",
+		Aliases: []string{"sync"},
+		Short:   "List Syncs, their revision and how many targets applied it",
+		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
+			var list uprevv1.SyncList
+			syncs, err := readObjects[uprevv1.Sync](ctx, c, uprevv1.GroupVersion.WithKind(uprevv1.SyncKind), &list, &list.Items, q)
+			if err != nil {
+				return nil, err
+			}
+			t := &Table{Columns: []Column{
+				{Header: "NAME"}, {Header: "READY"}, {Header: "SUSPENDED"}, {Header: "REVISION"}, {Header: "APPLIED"}, {Header: "STATUS"}, {Header: "AGE"},
+				{Header: "URL", Wide: true}, {Header: "PATH", Wide: true}, {Header: "TARGETS", Wide: true},
+			}}
+			for _, s := range syncs {
+				ready, message := readyCells(s.Status.Conditions)
+				targets := make([]string, len(s.Spec.Targets))
+				for i, target := range s.Spec.Targets {
+					targets[i] = target.Name
+				}
+				t.Rows = append(t.Rows, Row{Namespace: s.Namespace, Object: s, Cells: []string{
+					s.Name, ready, boolCell(s.Spec.Suspend), shortRevision(s.Status.LastAttemptedRevision), appliedCell(s),
+					message, age(s.CreationTimestamp, q.Now),
+					s.Spec.Git.URL, s.Spec.Path, strings.Join(targets, ","),
+				}})
+			}
+			return t, nil
+		},
+	}
+}
+
+// appliedCell says how many of a Sync's targets applied the revision it
+// last fetched: "1/3".
+func appliedCell(s *uprevv1.Sync) string {
+	applied := 0
+	for _, ts := range s.Status.Targets {
+		if ts.LastAppliedRevision != "" && ts.LastAppliedRevision == s.Status.LastAttemptedRevision {
+			applied++
+		}
+	}
+	return fmt.Sprintf("%d/%d", applied, len(s.Spec.Targets))
+}
+
+// holdRecord is one hold as -o yaml and -o json print it.
+type holdRecord struct {
+	// Namespace of the automation.
+	Namespace string `json:"namespace"`
+	// Automation is the UpdateAutomation's name.
+	Automation string `json:"automation"`
+	// Policy is `<namespace>/<name>` of the ImagePolicy.
+	Policy string `json:"policy"`
+	// Version is the held version.
+	Version string `json:"version"`
+	// RevertedIn is the SHA of the revert commit.
+	RevertedIn string `json:"revertedIn"`
+	// Released says that the automation's release annotation releases the
+	// hold; it goes at the automation's next run.
+	Released bool `json:"released"`
+}
+
+// holdsNoun lists the holds in force of UpdateAutomations (from their
+// status): versions not written because a person reverted them. Names are
+// automations' names.
+func holdsNoun() Noun {
+	return Noun{
+		Name:    "holds",
+		Aliases: []string{"hold"},
+		Short:   "List the versions UpdateAutomations hold because someone reverted them",
+		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
+			autos, err := readAutomations(ctx, c, q)
+			if err != nil {
+				return nil, err
+			}
+			t := &Table{Columns: []Column{
+				{Header: "AUTOMATION"}, {Header: "POLICY"}, {Header: "VERSION"}, {Header: "REVERTED IN"}, {Header: "RELEASED"},
+			}}
+			for _, a := range autos {
+				releases := guard.ParseReleases(a.Annotations[uprevv1.HoldReleaseAnnotation])
+				for _, h := range a.Status.Holds {
+					released := releases.Released(guardHold(h))
+					t.Rows = append(t.Rows, Row{
+						Namespace: a.Namespace,
+						Cells:     []string{a.Name, h.Policy, h.Version, shortSHA(h.RevertedIn), boolCell(released)},
+						Object: holdRecord{Namespace: a.Namespace, Automation: a.Name, Policy: h.Policy, Version: h.Version,
+							RevertedIn: h.RevertedIn, Released: released},
+					})
+				}
+			}
+			return t, nil
+		},
+	}
+}
+
+// guardHold is a hold of an automation's status as internal/guard knows
+// it.
+func guardHold(h uprevv1.Hold) guard.Hold {
+	return guard.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn}
+}

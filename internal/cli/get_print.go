@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// printTable writes t as kubectl does: a header in capitals, then one line
+// per row, in columns; wide columns only when wide, NAMESPACE first when
+// namespaced.
+func printTable(w io.Writer, t *Table, wide, namespaced bool) error {
+	var b bytes.Buffer
+	tw := printers.GetNewTabWriter(&b)
+	var header []string
+	if namespaced {
+		header = append(header, "NAMESPACE")
+	}
+	for _, c := range t.Columns {
+		if wide || !c.Wide {
+			header = append(header, c.Header)
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range t.Rows {
+		var cells []string
+		if namespaced {
+			cells = append(cells, r.Namespace)
+		}
+		for i, c := range t.Columns {
+			if wide || !c.Wide {
+				cells = append(cells, cell(r.Cells[i]))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Empty last cells leave the padding of the cells before them.
+	for line := range strings.Lines(b.String()) {
+		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cell makes s fit in one cell of a table: one line, no tabs.
+func cell(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// objectList is what -o yaml and -o json print for several rows, as
+// kubectl prints a list.
+type objectList struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Metadata   map[string]any `json:"metadata"`
+	Items      []any          `json:"items"`
+}
+
+// printObjects writes the objects of t's rows in format (yaml or json):
+// the object alone when one was named and it is a Kubernetes object, a
+// List of them otherwise.
+func printObjects(w io.Writer, t *Table, format string, named bool) error {
+	var out any
+	if _, isObject := singleObject(t); named && isObject {
+		out = t.Rows[0].Object
+	} else {
+		list := objectList{APIVersion: "v1", Kind: "List", Metadata: map[string]any{"resourceVersion": ""}, Items: []any{}}
+		for _, r := range t.Rows {
+			list.Items = append(list.Items, r.Object)
+		}
+		out = list
+	}
+	var (
+		b   []byte
+		err error
+	)
+	if format == outputJSON {
+		b, err = marshalJSON(out)
+	} else {
+		b, err = yaml.Marshal(out)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", format, err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// marshalJSON writes v as kubectl writes JSON: keys sorted, indented by
+// four spaces, a newline at the end.
+func marshalJSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return nil, err
+	}
+	b, err = json.MarshalIndent(generic, "", "    ")
+	return append(b, '\n'), err
+}
+
+// singleObject returns the object of t's only row when it is a Kubernetes
+// object.
+func singleObject(t *Table) (client.Object, bool) {
+	if len(t.Rows) != 1 {
+		return nil, false
+	}
+	obj, ok := t.Rows[0].Object.(client.Object)
+	return obj, ok
+}
+
+// age is how long before now t was, as kubectl shows ages: "5m", "3d".
+func age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// ageOf is age for an optional time, "" when it is unset.
+func ageOf(t *metav1.Time, now time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return age(*t, now)
+}
+
+// readyCells returns the Ready condition's status ("Unknown" when there is
+// none) and message.
+func readyCells(conditions []metav1.Condition) (ready, message string) {
+	c := findCondition(conditions, meta.ReadyCondition)
+	if c == nil {
+		return string(metav1.ConditionUnknown), ""
+	}
+	return string(c.Status), c.Message
+}
+
+// findCondition returns the condition of type t, or nil.
+func findCondition(conditions []metav1.Condition, t string) *metav1.Condition {
+	for i := range conditions {
+		if conditions[i].Type == t {
+			return &conditions[i]
+		}
+	}
+	return nil
+}
+
+// boolCell shows a flag as flux's tables do: True or False.
+func boolCell(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// shortSHA abbreviates a commit SHA to 10 characters, as commit trailers
+// and `uprev plan` do.
+func shortSHA(sha string) string {
+	return sha[:min(len(sha), 10)]
+}
+
+// shortRevision abbreviates the commit of a revision `<ref>@sha1:<commit>`.
+func shortRevision(rev string) string {
+	ref, sha, ok := strings.Cut(rev, "@sha1:")
+	if !ok {
+		return rev
+	}
+	return ref + "@sha1:" + shortSHA(sha)
+}

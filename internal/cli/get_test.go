@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/yaml"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+)
+
+// TestGetTables shows each noun's table, plain and wide, for the objects
+// of createFleet.
+func TestGetTables(t *testing.T) {
+	ns := newNamespace(t)
+	createFleet(t, ns)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{
+			args: []string{"get", "policies"},
+			want: table(
+				"NAME    LATEST                     READY   STATUS                                                      AGE",
+				"agent   ghcr.io/acme/agent:1.4.2   True    Latest image tag for ghcr.io/acme/agent resolved to 1.4.2   3d",
+				"kms                                False   no tag matches >=2.0.0                                      3d",
+			),
+		},
+		{
+			args: []string{"get", "imagepolicy", "-o", "wide"},
+			want: table(
+				"NAME    LATEST                     READY   STATUS                                                      AGE   REPOSITORY   DIGEST",
+				"agent   ghcr.io/acme/agent:1.4.2   True    Latest image tag for ghcr.io/acme/agent resolved to 1.4.2   3d    agent        "+agentDigest,
+				"kms                                False   no tag matches >=2.0.0                                      3d    images/kms",
+			),
+		},
+		{
+			args: []string{"get", "automations"},
+			want: table(
+				"NAME     READY     SUSPENDED   LAST COMMIT   HOLDS   STATUS                                AGE",
+				"fleet    True      False       3f1c0d9a2b    2       pushed 3f1c0d9a2b: 1 change, 2 held   3d",
+				"paused   Unknown   True                      0                                             3d",
+			),
+		},
+		{
+			args: []string{"get", "ua", "-o", "wide"},
+			want: table(
+				"NAME     READY     SUSPENDED   LAST COMMIT   HOLDS   STATUS                                AGE   URL                                 PUSH BRANCH     LAST PUSH",
+				"fleet    True      False       3f1c0d9a2b    2       pushed 3f1c0d9a2b: 1 change, 2 held   3d    https://git.example.com/fleet.git   uprev/updates   5m",
+				"paused   Unknown   True                      0                                             3d    https://git.example.com/fleet.git   main",
+			),
+		},
+		{
+			args: []string{"get", "syncs"},
+			want: table(
+				"NAME      READY     SUSPENDED   REVISION               APPLIED   STATUS                           AGE",
+				"prod      False     False       main@sha1:c0ffee0000   2/3       wave 2 (us-1) waits for wave 1   3d",
+				"staging   Unknown   True                               0/1                                        3d",
+			),
+		},
+		{
+			args: []string{"get", "sync", "-o", "wide"},
+			want: table(
+				"NAME      READY     SUSPENDED   REVISION               APPLIED   STATUS                           AGE   URL                                 PATH                 TARGETS",
+				"prod      False     False       main@sha1:c0ffee0000   2/3       wave 2 (us-1) waits for wave 1   3d    https://git.example.com/fleet.git   ./clusters/prod      local,eu-1,us-1",
+				"staging   Unknown   True                               0/1                                        3d    https://git.example.com/fleet.git   ./clusters/staging   local",
+			),
+		},
+		{
+			args: []string{"get", "holds"},
+			want: table(
+				"AUTOMATION   POLICY                VERSION   REVERTED IN   RELEASED",
+				"fleet        testgettables/agent   1.4.2     9ab2c3d4e5    False",
+				"fleet        testgettables/app     2.1.0     1234567890    True",
+			),
+		},
+		{
+			args: []string{"get", "syncs", "prod"},
+			want: table(
+				"NAME   READY   SUSPENDED   REVISION               APPLIED   STATUS                           AGE",
+				"prod   False   False       main@sha1:c0ffee0000   2/3       wave 2 (us-1) waits for wave 1   3d",
+			),
+		},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			g := NewWithT(t)
+			r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
+			g.Expect(r).To(Equal(result{stdout: tc.want}))
+		})
+	}
+}
+
+// TestGetAllNamespaces shows -A: a NAMESPACE column first, and the rows of
+// every namespace.
+func TestGetAllNamespaces(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	other := createNamespace(t, ns+"-other")
+	createWithStatus(t, newSync(ns, "prod", "local"))
+	createWithStatus(t, newSync(other, "prod", "local"))
+
+	r := uprev(t, "get", "syncs", "-A", kubeconfigFlag)
+	g.Expect(r.code).To(Equal(0), r.stderr)
+	lines := strings.Split(r.stdout, "\n")
+	g.Expect(lines[0]).To(MatchRegexp(`^NAMESPACE +NAME +READY +SUSPENDED +REVISION +APPLIED +STATUS +AGE$`))
+	g.Expect(lines).To(ContainElement(MatchRegexp(`^` + ns + ` +prod +Unknown +False +0/1 +3d$`)))
+	g.Expect(lines).To(ContainElement(MatchRegexp(`^` + other + ` +prod +Unknown +False +0/1 +3d$`)))
+}
+
+// TestGetObjects shows -o yaml and -o json: a List of the objects, with
+// their apiVersion and kind, or the object alone when one is named; holds
+// as records.
+func TestGetObjects(t *testing.T) {
+	ns := newNamespace(t)
+	createFleet(t, ns)
+
+	t.Run("yaml list", func(t *testing.T) {
+		g := NewWithT(t)
+		r := uprev(t, "get", "automations", "-n", ns, "-o", "yaml", kubeconfigFlag)
+		g.Expect(r.code).To(Equal(0), r.stderr)
+		var list struct {
+			APIVersion, Kind string
+			Metadata         map[string]string
+			Items            []uprevv1.UpdateAutomation
+		}
+		g.Expect(yaml.UnmarshalStrict([]byte(r.stdout), &list, yaml.DisallowUnknownFields)).To(Succeed())
+		g.Expect(list.APIVersion).To(Equal("v1"))
+		g.Expect(list.Kind).To(Equal("List"))
+		g.Expect(list.Items).To(HaveLen(2))
+		fleet := list.Items[0]
+		g.Expect(fleet.APIVersion).To(Equal("uprev.dev/v1alpha1"))
+		g.Expect(fleet.Kind).To(Equal("UpdateAutomation"))
+		g.Expect(fleet.Name).To(Equal("fleet"))
+		g.Expect(fleet.Status.LastPushCommit).To(Equal(pushCommit))
+		g.Expect(fleet.ManagedFields).To(BeEmpty())
+		g.Expect(r.stdout).NotTo(ContainSubstring("managedFields"))
+	})
+
+	t.Run("json of one object", func(t *testing.T) {
+		g := NewWithT(t)
+		r := uprev(t, "get", "sync", "prod", "-n", ns, "-o", "json", kubeconfigFlag)
+		g.Expect(r.code).To(Equal(0), r.stderr)
+		g.Expect(r.stdout).To(HavePrefix("{\n    \"apiVersion\": \"uprev.dev/v1alpha1\",\n    \"kind\": \"Sync\",\n"))
+		var s uprevv1.Sync
+		g.Expect(json.Unmarshal([]byte(r.stdout), &s)).To(Succeed())
+		g.Expect(s.Name).To(Equal("prod"))
+		g.Expect(s.Status.LastAttemptedRevision).To(Equal(syncRevision))
+	})
+
+	t.Run("holds", func(t *testing.T) {
+		g := NewWithT(t)
+		r := uprev(t, "get", "holds", "fleet", "-n", ns, "-o", "yaml", kubeconfigFlag)
+		g.Expect(r).To(Equal(result{stdout: strings.ReplaceAll(`apiVersion: v1
+items:
+- automation: fleet
+  namespace: NS
+  policy: NS/agent
+  released: false
+  revertedIn: `+agentRevert+`
+  version: 1.4.2
+- automation: fleet
+  namespace: NS
+  policy: NS/app
+  released: true
+  revertedIn: `+appRevert+`
+  version: 2.1.0
+kind: List
+metadata:
+  resourceVersion: ""
+`, "NS", ns)}))
+	})
+
+	t.Run("an empty list", func(t *testing.T) {
+		g := NewWithT(t)
+		r := uprev(t, "get", "holds", "paused", "-n", ns, "-o", "json", kubeconfigFlag)
+		g.Expect(r).To(Equal(result{stdout: "{\n    \"apiVersion\": \"v1\",\n    \"items\": [],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n"}))
+	})
+}
+
+// TestGetNothing shows what get says when there is nothing to list, or an
+// object named is missing.
+func TestGetNothing(t *testing.T) {
+	ns := newNamespace(t)
+	createWithStatus(t, newSync(ns, "prod", "local"))
+	for _, tc := range []struct {
+		args []string
+		want result
+	}{
+		{[]string{"get", "policies", "-n", ns}, result{stderr: "No policies found in namespace " + ns + ".\n"}},
+		{[]string{"get", "holds", "-n", ns}, result{stderr: "No holds found in namespace " + ns + ".\n"}},
+		{[]string{"get", "syncs", "prod", "nope", "-n", ns}, result{stderr: `uprev get syncs: Sync "nope" not found in namespace "` + ns + "\"\n", code: 1}},
+		{[]string{"get", "holds", "nope", "-n", ns}, result{stderr: `uprev get holds: UpdateAutomation "nope" not found in namespace "` + ns + "\"\n", code: 1}},
+		{[]string{"get", "automations", "-n", "no-such-namespace"}, result{stderr: "No automations found in namespace no-such-namespace.\n"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			NewWithT(t).Expect(uprev(t, append(tc.args, kubeconfigFlag)...)).To(Equal(tc.want))
+		})
+	}
+}

@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+)
+
+// objectKind is a kind that `uprev reconcile`, `suspend` and `resume` act
+// on: one subcommand of each.
+type objectKind struct {
+	// name is the subcommand, singular: "sync".
+	name    string
+	aliases []string
+	// kind is the Kubernetes kind, for messages.
+	kind string
+	// resource names its objects in output, as kubectl does:
+	// "sync.uprev.dev".
+	resource  string
+	newObject func() client.Object
+	// suspend points at the object's spec.suspend.
+	suspend func(client.Object) *bool
+	// status returns the reconcile request the controller handled last
+	// and the object's conditions.
+	status func(client.Object) (lastHandled string, conditions []metav1.Condition)
+}
+
+// objectKinds are the kinds that reconcile, suspend and resume act on.
+func objectKinds() []objectKind {
+	return []objectKind{
+		{
+			name:      "automation",
+			aliases:   []string{"automations", "updateautomation", "updateautomations", "ua"},
+			kind:      uprevv1.UpdateAutomationKind,
+			resource:  "updateautomation." + uprevv1.GroupVersion.Group,
+			newObject: func() client.Object { return &uprevv1.UpdateAutomation{} },
+			suspend:   func(obj client.Object) *bool { return &obj.(*uprevv1.UpdateAutomation).Spec.Suspend },
+			status: func(obj client.Object) (string, []metav1.Condition) {
+				a := obj.(*uprevv1.UpdateAutomation)
+				return a.Status.LastHandledReconcileAt, a.Status.Conditions
+			},
+		},
+		{
+			name:      "sync",
+			aliases:   []string{"syncs"},
+			kind:      uprevv1.SyncKind,
+			resource:  "sync." + uprevv1.GroupVersion.Group,
+			newObject: func() client.Object { return &uprevv1.Sync{} },
+			suspend:   func(obj client.Object) *bool { return &obj.(*uprevv1.Sync).Spec.Suspend },
+			status: func(obj client.Object) (string, []metav1.Condition) {
+				s := obj.(*uprevv1.Sync)
+				return s.Status.LastHandledReconcileAt, s.Status.Conditions
+			},
+		},
+	}
+}
+
+// objectVerb is what one of reconcile, suspend and resume does to an
+// object.
+type objectVerb struct {
+	use, short, long, example string
+	// kindShort is the help of one kind's subcommand; %s is the kind.
+	kindShort string
+	// canWait says the verb requests a reconcile, which --wait waits for.
+	canWait bool
+	// change changes obj (read from the cluster) at time now, and returns
+	// what to print after its name, or an error when it must not be
+	// changed; changed false means there is nothing to write.
+	change func(k objectKind, obj client.Object, now time.Time) (done string, changed bool, err error)
+}
+
+// objectVerbOptions are the flags of reconcile, suspend and resume.
+type objectVerbOptions struct {
+	cluster *clusterFlags
+	wait    bool
+	timeout time.Duration
+}
+
+// newObjectVerbCommand returns the command of verb, with a subcommand per
+// kind.
+func newObjectVerbCommand(opts Options, verb objectVerb) *cobra.Command {
+	o := &objectVerbOptions{}
+	kinds := objectKinds()
+	cmd := &cobra.Command{
+		Use:     verb.use + " KIND NAME...",
+		Short:   verb.short,
+		Long:    verb.long,
+		Example: verb.example,
+		GroupID: groupOperate,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("a kind is required: automation or sync")
+			}
+			return fmt.Errorf("unknown kind %q: want automation or sync", args[0])
+		},
+	}
+	o.cluster = newClusterFlags(cmd.PersistentFlags())
+	if verb.canWait {
+		cmd.PersistentFlags().BoolVar(&o.wait, "wait", false, "Wait until the controller handled the request, and fail when the object is not Ready then.")
+		cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long --wait waits.")
+	}
+	for _, k := range kinds {
+		cmd.AddCommand(&cobra.Command{
+			Use:     k.name + " NAME...",
+			Aliases: k.aliases,
+			Short:   fmt.Sprintf(verb.kindShort, k.kind),
+			Args:    cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, names []string) error {
+				return o.run(cmd.Context(), opts, verb, k, names)
+			},
+		})
+	}
+	return cmd
+}
+
+// run applies verb to the objects of kind k named names, in order,
+// stopping at the first error.
+func (o *objectVerbOptions) run(ctx context.Context, opts Options, verb objectVerb, k objectKind, names []string) error {
+	ns, err := o.cluster.namespace()
+	if err != nil {
+		return err
+	}
+	c, err := o.cluster.client(opts.ErrOut)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		key := client.ObjectKey{Namespace: ns, Name: name}
+		obj := k.newObject()
+		if err := c.Get(ctx, key, obj); err != nil {
+			return lookupError(err, k.kind, ns, name)
+		}
+		before := obj.DeepCopyObject().(client.Object)
+		done, changed, err := verb.change(k, obj, opts.Clock.Now())
+		if err != nil {
+			return fmt.Errorf("%s/%s %w", k.resource, name, err)
+		}
+		if changed {
+			if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+				return fmt.Errorf("patching %s %s/%s: %w", k.kind, ns, name, err)
+			}
+		}
+		fmt.Fprintf(opts.Out, "%s/%s %s\n", k.resource, name, done)
+		if verb.canWait && o.wait && changed {
+			token, _ := meta.ReconcileAnnotationValue(obj.GetAnnotations())
+			if err := o.waitHandled(ctx, opts.Out, c, k, key, token); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitHandled waits until the controller handled the reconcile request
+// token of the object at key, then prints its Ready message, or fails
+// when it is not Ready.
+func (o *objectVerbOptions) waitHandled(ctx context.Context, out io.Writer, c client.Client, k objectKind, key client.ObjectKey, token string) error {
+	obj := k.newObject()
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, obj); err != nil {
+			return false, lookupError(err, k.kind, key.Namespace, key.Name)
+		}
+		handled, _ := k.status(obj)
+		return handled == token, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s/%s to be reconciled: %w", k.resource, key.Name, err)
+	}
+	_, conditions := k.status(obj)
+	ready, message := readyCells(conditions)
+	if ready != string(metav1.ConditionTrue) {
+		return fmt.Errorf("%s/%s is not ready: %s", k.resource, key.Name, message)
+	}
+	fmt.Fprintf(out, "%s/%s reconciled: %s\n", k.resource, key.Name, message)
+	return nil
+}
+
+// requestReconcile sets the reconcile request annotation that uprev's
+// controllers (as Flux's) honour, to the time now.
+func requestReconcile(obj client.Object, now time.Time) {
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[meta.ReconcileRequestAnnotation] = now.Format(time.RFC3339Nano)
+	obj.SetAnnotations(annotations)
+}
+
+// newReconcileCommand returns `uprev reconcile`.
+func newReconcileCommand(opts Options) *cobra.Command {
+	return newObjectVerbCommand(opts, objectVerb{
+		use:       "reconcile",
+		short:     "Reconcile UpdateAutomations or Syncs now",
+		kindShort: "Reconcile %ss now",
+		long: `Asks the controller to reconcile the named UpdateAutomations or Syncs now,
+without waiting for their interval: sets the annotation
+` + meta.ReconcileRequestAnnotation + `, as 'flux reconcile' does. With --wait,
+waits until the controller handled the request and reports the outcome.`,
+		example: `  uprev reconcile automation fleet -n uprev-system
+  uprev reconcile sync prod -n uprev-system --wait`,
+		canWait: true,
+		change: func(k objectKind, obj client.Object, now time.Time) (string, bool, error) {
+			if *k.suspend(obj) {
+				return "", false, fmt.Errorf("is suspended: resume it with 'uprev resume %s %s'", k.name, obj.GetName())
+			}
+			requestReconcile(obj, now)
+			return "reconcile requested", true, nil
+		},
+	})
+}
+
+// newSuspendCommand returns `uprev suspend`.
+func newSuspendCommand(opts Options) *cobra.Command {
+	return newObjectVerbCommand(opts, objectVerb{
+		use:       "suspend",
+		short:     "Suspend UpdateAutomations or Syncs",
+		kindShort: "Suspend %ss",
+		long: `Suspends the named UpdateAutomations or Syncs: sets spec.suspend, so that
+their controller starts no further runs (a run under way finishes). A
+suspended Sync that is deleted leaves what it applied in place.`,
+		example: `  uprev suspend automation fleet -n uprev-system`,
+		change: func(k objectKind, obj client.Object, _ time.Time) (string, bool, error) {
+			suspend := k.suspend(obj)
+			if *suspend {
+				return "already suspended", false, nil
+			}
+			*suspend = true
+			return "suspended", true, nil
+		},
+	})
+}
+
+// newResumeCommand returns `uprev resume`.
+func newResumeCommand(opts Options) *cobra.Command {
+	return newObjectVerbCommand(opts, objectVerb{
+		use:       "resume",
+		short:     "Resume suspended UpdateAutomations or Syncs",
+		kindShort: "Resume suspended %ss",
+		long: `Resumes the named UpdateAutomations or Syncs: clears spec.suspend and asks
+for a reconcile now (the annotation ` + meta.ReconcileRequestAnnotation + `).
+With --wait, waits until the controller handled it and reports the outcome.`,
+		example: `  uprev resume automation fleet -n uprev-system --wait`,
+		canWait: true,
+		change: func(k objectKind, obj client.Object, now time.Time) (string, bool, error) {
+			suspend := k.suspend(obj)
+			if !*suspend {
+				return "not suspended", false, nil
+			}
+			*suspend = false
+			requestReconcile(obj, now)
+			return "resumed", true, nil
+		},
+	})
+}

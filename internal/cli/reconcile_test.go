@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+)
+
+// get reads obj again from the test cluster.
+func get(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReconcile shows that `uprev reconcile` sets the annotation the
+// controllers honour to the time of the request, on automations and
+// Syncs, and refuses suspended objects.
+func TestReconcile(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	auto := newAutomation(ns, "fleet")
+	auto.Annotations = map[string]string{"team": "platform"}
+	createWithStatus(t, auto)
+	prod := newSync(ns, "prod", "local")
+	createWithStatus(t, prod)
+	eu := newSync(ns, "eu", "eu-1")
+	createWithStatus(t, eu)
+	paused := newSync(ns, "paused", "local")
+	paused.Spec.Suspend = true
+	createWithStatus(t, paused)
+	requested := now.Format(time.RFC3339Nano)
+
+	r := uprev(t, "reconcile", "automation", "fleet", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "updateautomation.uprev.dev/fleet reconcile requested\n"}))
+	get(t, auto)
+	g.Expect(auto.Annotations).To(Equal(map[string]string{"team": "platform", meta.ReconcileRequestAnnotation: requested}))
+	token, ok := meta.ReconcileAnnotationValue(auto.Annotations)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(token).To(Equal(requested))
+
+	r = uprev(t, "reconcile", "syncs", "prod", "eu", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "sync.uprev.dev/prod reconcile requested\nsync.uprev.dev/eu reconcile requested\n"}))
+	for _, s := range []*uprevv1.Sync{prod, eu} {
+		get(t, s)
+		g.Expect(s.Annotations).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, requested))
+	}
+
+	r = uprev(t, "reconcile", "sync", "paused", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{code: 1, stderr: "uprev reconcile sync: sync.uprev.dev/paused is suspended: resume it with 'uprev resume sync paused'\n"}))
+	get(t, paused)
+	g.Expect(paused.Annotations).NotTo(HaveKey(meta.ReconcileRequestAnnotation))
+
+	r = uprev(t, "reconcile", "ua", "nope", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{code: 1, stderr: `uprev reconcile automation: UpdateAutomation "nope" not found in namespace "` + ns + "\"\n"}))
+}
+
+// TestSuspendResume shows that `uprev suspend` and `uprev resume` set and
+// clear spec.suspend, and that resume asks for a reconcile at once.
+func TestSuspendResume(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	auto := newAutomation(ns, "fleet")
+	createWithStatus(t, auto)
+	prod := newSync(ns, "prod", "local")
+	createWithStatus(t, prod)
+
+	for _, tc := range []struct {
+		args      []string
+		out       string
+		suspended bool
+	}{
+		{[]string{"suspend", "automation", "fleet"}, "updateautomation.uprev.dev/fleet suspended\n", true},
+		{[]string{"suspend", "automation", "fleet"}, "updateautomation.uprev.dev/fleet already suspended\n", true},
+		{[]string{"resume", "automation", "fleet"}, "updateautomation.uprev.dev/fleet resumed\n", false},
+		{[]string{"resume", "automation", "fleet"}, "updateautomation.uprev.dev/fleet not suspended\n", false},
+	} {
+		r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
+		g.Expect(r).To(Equal(result{stdout: tc.out}), strings.Join(tc.args, " "))
+		get(t, auto)
+		g.Expect(auto.Spec.Suspend).To(Equal(tc.suspended), strings.Join(tc.args, " "))
+	}
+	g.Expect(auto.Annotations).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, now.Format(time.RFC3339Nano)))
+
+	r := uprev(t, "suspend", "sync", "prod", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "sync.uprev.dev/prod suspended\n"}))
+	get(t, prod)
+	g.Expect(prod.Spec.Suspend).To(BeTrue())
+	g.Expect(prod.Generation).To(BeEquivalentTo(2), "a change of spec, which the controller's generation predicate passes")
+	g.Expect(prod.Annotations).NotTo(HaveKey(meta.ReconcileRequestAnnotation))
+
+	r = uprev(t, "resume", "sync", "prod", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "sync.uprev.dev/prod resumed\n"}))
+	get(t, prod)
+	g.Expect(prod.Spec.Suspend).To(BeFalse())
+	g.Expect(prod.Annotations).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, now.Format(time.RFC3339Nano)))
+
+	r = uprev(t, "suspend", "sync", "nope", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{code: 1, stderr: `uprev suspend sync: Sync "nope" not found in namespace "` + ns + "\"\n"}))
+}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/client"
+	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	"github.com/fluxcd/pkg/runtime/leaderelection"
+	"github.com/fluxcd/pkg/runtime/logger"
+	"github.com/fluxcd/pkg/runtime/probes"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/version"
+	"github.com/uprev-dev/uprev/internal/webhook"
+)
+
+// runLong is the help of `uprev run`.
+const runLong = `Runs uprev's controllers until the process is signalled to stop: image
+scanning (ImageRepository, ImagePolicy), write-back (UpdateAutomation) and
+apply (Sync). --controllers picks a subset, so the apply loop can run alone in
+each workload cluster.
+
+The bare binary, 'uprev [flags]', does the same with the same flags.`
+
+// managerOptions are the flags of the manager.
+type managerOptions struct {
+	clientOpts    client.Options
+	leaderOpts    leaderelection.Options
+	logOpts       logger.Options
+	jitterOpts    jitter.IntervalOptions
+	metricsAddr   string
+	probeAddr     string
+	leaderNS      string
+	watchSelector string
+	enabled       string
+	opts          controllers.Options
+	registryRate  float64
+	registryConns int
+}
+
+// newRunCommand returns `uprev run`.
+func newRunCommand() *cobra.Command {
+	var o managerOptions
+	cmd := &cobra.Command{
+		Use:     "run [flags]",
+		Short:   "Run the manager (the default without a command)",
+		Long:    runLong,
+		GroupID: groupManager,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context())
+		},
+	}
+	o.bindFlags(cmd.Flags())
+	return cmd
+}
+
+// bindFlags adds the manager's flags to fs.
+func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
+	o.clientOpts.BindFlags(fs)
+	o.opts.KubeConfig.BindFlags(fs)
+	o.opts.ACL.BindFlags(fs)
+	o.leaderOpts.BindFlags(fs)
+	o.logOpts.BindFlags(fs)
+	o.jitterOpts.BindFlags(fs)
+	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "The address the Prometheus metrics endpoint binds to.")
+	fs.StringVar(&o.probeAddr, "health-addr", ":9440", "The address the health and readiness probes bind to.")
+	fs.StringVar(&o.opts.EventsAddr, "events-addr", "",
+		"The address of Flux's notification-controller; every event is also posted there, in Flux's event format. Empty turns it off.")
+	fs.StringVar(&o.watchSelector, "watch-label-selector", "",
+		"Reconcile only the ImageRepositories, ImagePolicies, UpdateAutomations and Syncs with matching labels, e.g. 'sharding.fluxcd.io/key=shard1'; the leader election lease is then per selector.")
+	fs.StringVar(&o.leaderNS, "leader-election-namespace", "",
+		"The namespace of the leader election Lease; empty means the namespace of the manager's Pod. Needed to elect a leader outside a cluster.")
+	fs.StringVar(&o.enabled, "controllers", strings.Join(controllers.AllControllers, ","),
+		"Comma-separated controllers to run: image (ImageRepository, ImagePolicy), automation (UpdateAutomation), sync (Sync).")
+	fs.StringVar(&o.opts.StoragePath, "storage-path", "/data", "Directory for the tag store and the kept Git clones.")
+	fs.IntVar(&o.opts.Concurrency, "concurrent", 4, "The number of objects of one kind reconciled at once.")
+	fs.IntVar(&o.registryConns, "registry-max-concurrent", 4, "The number of requests in flight to one registry host.")
+	fs.Float64Var(&o.registryRate, "registry-qps", 0, "Requests per second to one registry host; 0 means no limit.")
+	fs.Int64Var(&o.opts.MaxCRDLayerSize, "crd-max-layer-size", 100<<20, "The largest artifact layer, uncompressed, read for CRD bundles, in bytes.")
+	fs.StringVar(&o.opts.Webhook.Addr, "webhook-addr", "", "The address the webhook receivers bind to, such as :9292; empty turns them off.")
+	fs.StringVar(&o.opts.Webhook.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "The Secret, in each receiver's namespace, whose key `token` authenticates its notifications.")
+	fs.StringVar(&o.opts.DefaultServiceAccount, "default-service-account", "",
+		"The service account, in each Sync's namespace, that a Sync without serviceAccountName impersonates to apply to the local cluster; empty means the manager's own account.")
+}
+
+// run runs the manager until ctx is done.
+func (o *managerOptions) run(ctx context.Context) error {
+	opts := o.opts
+	opts.Controllers = strings.Split(o.enabled, ",")
+	opts.Registry.MaxConcurrentPerHost = o.registryConns
+	opts.Registry.RequestsPerSecond = o.registryRate
+
+	log := logger.NewLogger(o.logOpts)
+	ctrl.SetLogger(log)
+	if err := o.jitterOpts.SetGlobalJitter(controllers.JitterRand()); err != nil {
+		return fmt.Errorf("setting interval jitter: %w", err)
+	}
+
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return err
+	}
+	shard, err := fluxcontroller.GetWatchSelector(fluxcontroller.WatchOptions{LabelSelector: o.watchSelector})
+	if err != nil {
+		return fmt.Errorf("--watch-label-selector: %w", err)
+	}
+	leaseDuration, renewDeadline, retryPeriod := o.leaderOpts.LeaseDuration, o.leaderOpts.RenewDeadline, o.leaderOpts.RetryPeriod
+	gracefulShutdown := 30 * time.Second
+	mgr, err := ctrl.NewManager(client.GetConfigOrDie(o.clientOpts), ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderOpts.Enable,
+		Cache:                         controllers.ShardCache(shard),
+		LeaderElectionID:              leaderelection.GenerateID("uprev", o.enabled, o.watchSelector),
+		LeaderElectionNamespace:       o.leaderNS,
+		LeaderElectionReleaseOnCancel: o.leaderOpts.ReleaseOnCancel,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
+		GracefulShutdownTimeout:       &gracefulShutdown,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	probes.SetupChecks(mgr, log)
+
+	if err := controllers.Setup(ctx, mgr, opts); err != nil {
+		return err
+	}
+	log.Info("Starting manager", "version", version.Version(), "controllers", opts.Controllers)
+	return mgr.Start(ctx)
+}
