@@ -73,8 +73,8 @@ func TestRewriteMarkersGolden(t *testing.T) {
 			opts: update.Options{DefaultNamespace: "flux-system"},
 			check: func(g *WithT, res update.Result) {
 				g.Expect(res.FileErrors).To(BeEmpty())
-				g.Expect(res.Changes).To(HaveLen(4))
-				g.Expect(res.Changes).To(HaveEach(HaveField("File", "base/kustomization.yaml")))
+				g.Expect(res.Changes).To(HaveLen(6))
+				g.Expect(res.Files()).To(Equal([]string{"base/kustomization.yaml", "overlays/Kustomization"}))
 			},
 		},
 		{

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,12 +35,15 @@ type Options struct {
 	DryRun bool
 }
 
-// RewriteMarkers rewrites the marked values in the YAML files (.yaml, .yml)
-// under dir, a directory given relative to the checkout root. Only files
-// containing MarkerToken are parsed, and only files in which a value
-// changed are written, atomically (temporary file and rename, mode kept).
-// Symbolic links and .git directories are skipped; nothing outside root is
-// ever read or written.
+// RewriteMarkers rewrites the marked values in the YAML files (.yaml, .yml,
+// and files named Kustomization) under dir, a directory given relative to
+// the checkout root. Only files containing MarkerToken are parsed, and only
+// files in which a value changed are written, atomically (temporary file
+// and rename, mode kept). A symbolic link with such a name is followed to
+// the file it leads to only when that file is under dir too (Flux follows
+// any link); the file is rewritten, and reported, under its own name, and
+// the link stays a link. .git directories are skipped; nothing outside dir
+// is ever read or written through a link, nor anything outside root.
 //
 // A file that cannot be read or parsed, or that holds an invalid marker, is
 // reported in Result.FileErrors and left untouched; the run goes on. The
@@ -87,7 +91,18 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 			return nil
 		case d.IsDir() && d.Name() == ".git":
 			return fs.SkipDir
-		case !d.Type().IsRegular() || !isYAMLName(name):
+		case !isYAMLName(name):
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			// A link is followed to its file when that file is inside the
+			// tree; the file is then read, rewritten and reported under
+			// its own name, once, however many links lead to it.
+			target, ok := files.linkTarget(name)
+			if !ok {
+				return nil
+			}
+			name, file = target, path.Join(dir, target)
+		case !d.Type().IsRegular():
 			return nil
 		}
 		src, err := files.read(name)
@@ -95,12 +110,12 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 			res.FileErrors = append(res.FileErrors, &FileError{File: file, Err: fmt.Errorf("reading: %w", err)})
 			return nil
 		}
-		if !bytes.Contains(src, []byte(MarkerToken)) {
+		if !bytes.Contains(src, []byte(MarkerToken)) || !files.firstVisit(name) {
 			return nil
 		}
 		fr := rw.rewriteFile(file, src)
 		if fr.out != nil && !opts.DryRun {
-			if err := files.write(name, fr.out, d); err != nil {
+			if err := files.write(name, fr.out); err != nil {
 				return fmt.Errorf("writing %s: %w", file, err)
 			}
 		}
@@ -131,10 +146,12 @@ func linksOutside(root, dir string) bool {
 	return err != nil || !filepath.IsLocal(rel)
 }
 
-// isYAMLName reports whether a file name has a YAML extension.
+// isYAMLName reports whether a file is read as YAML: it has a YAML
+// extension or, as kustomize's own file name and as Flux reads it, is
+// named exactly Kustomization.
 func isYAMLName(name string) bool {
 	ext := strings.ToLower(path.Ext(name))
-	return ext == ".yaml" || ext == ".yml"
+	return ext == ".yaml" || ext == ".yml" || path.Base(name) == "Kustomization"
 }
 
 // treeFiles reads and writes the files of a tree in walk order. It keeps the
@@ -145,6 +162,51 @@ type treeFiles struct {
 	dirName string
 	dir     *os.Root
 	buf     bytes.Buffer
+	// marked is the names of the files with a marker read so far, so that
+	// a file reached both directly and through a link is rewritten once.
+	marked map[string]bool
+}
+
+// firstVisit records that the file name, which holds a marker, is being
+// rewritten, and reports whether it was not before.
+func (t *treeFiles) firstVisit(name string) bool {
+	if t.marked[name] {
+		return false
+	}
+	if t.marked == nil {
+		t.marked = map[string]bool{}
+	}
+	t.marked[name] = true
+	return true
+}
+
+// linkTarget returns the name, in the tree, of the regular file that the
+// symbolic link name leads to, through any chain of links. It reports
+// false for a link that is broken, leads out of the tree or into a .git
+// directory, or leads to anything but a regular file.
+func (t *treeFiles) linkTarget(name string) (string, bool) {
+	// os.Root refuses to follow a link out of the tree.
+	info, err := t.tree.Stat(name)
+	if err != nil || !info.Mode().IsRegular() {
+		return "", false
+	}
+	base, err := filepath.EvalSymlinks(t.tree.Name())
+	if err != nil {
+		return "", false
+	}
+	resolved, err := filepath.EvalSymlinks(filepath.Join(t.tree.Name(), filepath.FromSlash(name)))
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(base, resolved)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	rel = filepath.ToSlash(rel)
+	if slices.Contains(strings.Split(rel, "/"), ".git") {
+		return "", false
+	}
+	return rel, true
 }
 
 // enterDir makes the directory holding name the open one.
@@ -191,11 +253,11 @@ func (t *treeFiles) read(name string) ([]byte, error) {
 
 // write replaces the file name by data through a temporary file in the
 // same directory and a rename, keeping the file's permission bits.
-func (t *treeFiles) write(name string, data []byte, d fs.DirEntry) error {
+func (t *treeFiles) write(name string, data []byte) error {
 	if err := t.enterDir(name); err != nil {
 		return err
 	}
-	info, err := d.Info()
+	info, err := t.dir.Lstat(path.Base(name))
 	if err != nil {
 		return fmt.Errorf("reading file mode: %w", err)
 	}

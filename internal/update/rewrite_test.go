@@ -91,6 +91,58 @@ func TestRewriteMarkersSubpath(t *testing.T) {
 	g.Expect(link.Mode() & fs.ModeSymlink).NotTo(BeZero())
 }
 
+// TestRewriteMarkersFollowsLinksInsidePath: a link with a YAML name is
+// followed to its file when that file is under the update path (Flux
+// follows any link); the file is rewritten once, under its own name, and
+// nothing else is touched.
+func TestRewriteMarkersFollowsLinksInsidePath(t *testing.T) {
+	g := NewWithT(t)
+	root := t.TempDir()
+	outside := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"clusters/templates/agent.tpl": agentLine,
+		"other/app.yaml":               agentLine,
+	})
+	writeFiles(t, outside, map[string]string{"app.yaml": agentLine})
+	links := map[string]string{
+		"clusters/prod/agent.yaml":    "../templates/agent.tpl",
+		"clusters/prod/again.yml":     "agent.yaml",
+		"clusters/prod/sibling.yaml":  "../../other/app.yaml",
+		"clusters/prod/absolute.yaml": filepath.Join(outside, "app.yaml"),
+		"clusters/prod/broken.yaml":   "missing.yaml",
+		"clusters/prod/dir.yaml":      "../templates",
+	}
+	if err := os.MkdirAll(filepath.Join(root, "clusters/prod"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	res, err := update.RewriteMarkers(context.Background(), root, "clusters", update.Options{Policies: testPolicies()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.FileErrors).To(BeEmpty())
+	g.Expect(res.Changes).To(HaveLen(1), "two links to one file rewrite it once")
+	g.Expect(res.Files()).To(Equal([]string{"clusters/templates/agent.tpl"}))
+
+	changed := "image: ghcr.io/acme/agent:1.4.2 # {\"$imagepolicy\": \"flux-system:agent\"}\n"
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		g.Expect(err).NotTo(HaveOccurred())
+		return string(data)
+	}
+	g.Expect(read("clusters/templates/agent.tpl")).To(Equal(changed))
+	g.Expect(read("other/app.yaml")).To(Equal(agentLine), "a link out of the update path is not followed")
+	g.Expect(readTree(t, outside)).To(Equal(map[string]string{"app.yaml": agentLine}))
+	for link, target := range links {
+		got, err := os.Readlink(filepath.Join(root, link))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(target), "the link %s stays a link", link)
+	}
+}
+
 func TestRewriteMarkersDryRun(t *testing.T) {
 	g := NewWithT(t)
 	root := t.TempDir()
