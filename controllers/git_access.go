@@ -5,20 +5,29 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fluxcd/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 )
 
-// gitRemote returns the repository of src with the credentials of its
-// Secret.
-func gitRemote(ctx context.Context, c client.Reader, namespace string, src uprevv1.GitSource) (*gitrepo.Remote, error) {
+// gitRemote returns the repository of src, which obj (of kind) reads,
+// with the credentials of its Secret; a GitHub App in the Secret is
+// exchanged for an installation token, kept in tokens while it is fresh.
+func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, kind string, obj client.Object, src uprevv1.GitSource) (*gitrepo.Remote, error) {
 	var data map[string][]byte
 	if src.SecretRef != nil {
 		var err error
-		if data, err = secretData(ctx, c, namespace, src.SecretRef.Name); err != nil {
+		if data, err = secretData(ctx, c, obj.GetNamespace(), src.SecretRef.Name); err != nil {
 			return nil, err
+		}
+	}
+	if gitrepo.IsGitHubApp(data) {
+		app := gitrepo.GitHubApp{Tokens: tokens, Kind: kind, Name: obj.GetName(), Namespace: obj.GetNamespace()}
+		var err error
+		if data, err = app.Credentials(ctx, src.URL, data); err != nil {
+			return nil, gitError(err)
 		}
 	}
 	remote, err := gitrepo.NewRemote(src.URL, data)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	fluxcache "github.com/fluxcd/pkg/cache"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -70,7 +71,7 @@ func runSuite(m *testing.M) int {
 	notifications := httptest.NewServer(http.HandlerFunc(notificationController.receive))
 	defer notifications.Close()
 	opts := Options{Controllers: AllControllers, StoragePath: storage, Concurrency: 4, Registry: testRegistryOptions,
-		EventsAddr: notifications.URL}
+		EventsAddr: notifications.URL, TokenCache: fluxcache.TokenFlags{MaxSize: 100, MaxDuration: time.Hour}}
 	if err := Setup(ctx, mgr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluxcd/pkg/cache"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +58,9 @@ type SyncReconciler struct {
 	Clock clock.PassiveClock
 	// ComponentInfo, when set, is the uprev_target_component_info gauge.
 	ComponentInfo *TargetComponentMetric
+	// TokenCache keeps GitHub App installation tokens while they are
+	// fresh; nil fetches one for every run.
+	TokenCache *cache.TokenCache
 
 	// pushes are commits this manager pushed; the Syncs of their branch
 	// reconcile at once.
@@ -183,7 +187,7 @@ func (r *SyncReconciler) connect(ctx context.Context, run *syncRun) error {
 // applies nothing.
 func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 	spec := run.sync.Spec
-	remote, err := gitRemote(ctx, r.Client, run.sync.Namespace, spec.Git)
+	remote, err := gitRemote(ctx, r.Client, r.TokenCache, "Sync", run.sync, spec.Git)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"text/template"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,9 @@ type UpdateAutomationReconciler struct {
 	// MaxCRDLayerSize bounds an artifact layer read for CRDs; 0 means the
 	// crds package's default.
 	MaxCRDLayerSize int64
+	// TokenCache keeps GitHub App installation tokens while they are
+	// fresh; nil fetches one for every run.
+	TokenCache *cache.TokenCache
 	// pushes, when set, hears of every push, for the Syncs of the branch.
 	pushes *gitPushEvents
 	// bundles holds, per spec.crds entry of each automation, the last
@@ -223,7 +227,7 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 
 // openRepository brings the kept clone up to date and locks it for the run.
 func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *automationRun) error {
-	remote, err := gitRemote(ctx, r.Client, run.auto.Namespace, run.auto.Spec.Git.GitSource)
+	remote, err := gitRemote(ctx, r.Client, r.TokenCache, "UpdateAutomation", run.auto, run.auto.Spec.Git.GitSource)
 	if err != nil {
 		return err
 	}

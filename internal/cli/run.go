@@ -71,6 +71,7 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	o.leaderOpts.BindFlags(fs)
 	o.logOpts.BindFlags(fs)
 	o.jitterOpts.BindFlags(fs)
+	o.opts.TokenCache.BindFlags(fs, 100)
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "The address the Prometheus metrics endpoint binds to.")
 	fs.StringVar(&o.probeAddr, "health-addr", ":9440", "The address the health and readiness probes bind to.")
 	fs.StringVar(&o.opts.EventsAddr, "events-addr", "",
