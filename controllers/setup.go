@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	fluxcache "github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/acl"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,6 +63,9 @@ type Options struct {
 	DefaultServiceAccount string
 	// ACL turns off references across namespaces.
 	ACL acl.Options
+	// TokenCache sizes the cache of cloud registry tokens (spec.provider
+	// aws, azure, gcp); a MaxSize of 0 turns it off.
+	TokenCache fluxcache.TokenFlags
 	// EventsAddr is notification-controller's address; every event is
 	// also posted there, in Flux's format, when it is set.
 	EventsAddr string
@@ -135,18 +139,28 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		opts.Registry.Metrics = metrics
 		scanner = registry.NewScanner(opts.Registry)
 	}
+	var tokens *fluxcache.TokenCache
+	if scanner != nil && opts.TokenCache.MaxSize > 0 {
+		tokens, err = fluxcache.NewTokenCache(opts.TokenCache.MaxSize,
+			fluxcache.WithMaxDuration(opts.TokenCache.MaxDuration),
+			fluxcache.WithMetricsRegisterer(crmetrics.Registry),
+			fluxcache.WithMetricsPrefix("uprev_token_"))
+		if err != nil {
+			return fmt.Errorf("creating the token cache: %w", err)
+		}
+	}
 	if slices.Contains(opts.Controllers, ImageScanning) {
 		tags := registry.Store{Dir: filepath.Join(opts.StoragePath, "tags")}
 		tagCount := NewTagCountMetric()
 		if err := crmetrics.Registry.Register(tagCount); err != nil {
 			return fmt.Errorf("registering tag metrics: %w", err)
 		}
-		repos := &ImageRepositoryReconciler{Scanner: scanner, Tags: tags, TagCount: tagCount}
+		repos := &ImageRepositoryReconciler{Scanner: scanner, TokenCache: tokens, Tags: tags, TagCount: tagCount}
 		if err := repos.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImageRepository controller: %w", err)
 		}
 		repos.Events = recorders(repos.Events)
-		policies := &ImagePolicyReconciler{Scanner: scanner, Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
+		policies := &ImagePolicyReconciler{Scanner: scanner, TokenCache: tokens, Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
 		}
@@ -172,7 +186,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes}
+		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}

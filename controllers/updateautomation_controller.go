@@ -14,6 +14,7 @@ import (
 	"text/template"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,6 +48,9 @@ type UpdateAutomationReconciler struct {
 	Clones *gitrepo.Cache
 	// Scanner reads the release artifacts that ship CRD bundles.
 	Scanner *registry.Scanner
+	// TokenCache keeps cloud registry tokens for those artifacts; nil
+	// fetches one every time.
+	TokenCache *cache.TokenCache
 	// MaxCRDLayerSize bounds an artifact layer read for CRDs; 0 means the
 	// crds package's default.
 	MaxCRDLayerSize int64
