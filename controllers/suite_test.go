@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	fluxcache "github.com/fluxcd/pkg/cache"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,7 +71,7 @@ func runSuite(m *testing.M) int {
 	notifications := httptest.NewServer(http.HandlerFunc(notificationController.receive))
 	defer notifications.Close()
 	opts := Options{Controllers: AllControllers, StoragePath: storage, Concurrency: 4, Registry: testRegistryOptions,
-		EventsAddr: notifications.URL}
+		EventsAddr: notifications.URL, TokenCache: fluxcache.TokenFlags{MaxSize: 100, MaxDuration: time.Hour}}
 	if err := Setup(ctx, mgr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
