@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,59 @@ import (
 type cloudNet struct {
 	proxy *httptest.Server
 	caPEM []byte
+}
+
+// cloudCA signs the certificates of the cloud stand-ins. The auth
+// library's HTTP clients trust only the system roots, so runSuite makes the
+// process trust it through SSL_CERT_FILE (trustCloudCA) before any TLS.
+var cloudCA = newTestCA()
+
+// testCA is a certificate authority of the tests.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+	err  error
+}
+
+// newTestCA makes a CA valid for a day.
+func newTestCA() *testCA {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return &testCA{err: err}
+	}
+	now := time.Now()
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cloud stand-in CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		return &testCA{err: err}
+	}
+	cert, err := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), err: err}
+}
+
+// trustCloudCA writes cloudCA to a file that SSL_CERT_FILE names and
+// returns the file, for the caller to remove.
+func trustCloudCA() (string, error) {
+	if cloudCA.err != nil {
+		return "", cloudCA.err
+	}
+	f, err := os.CreateTemp("", "uprev-cloud-ca-*.pem")
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(cloudCA.pem); err != nil {
+		_ = f.Close()
+		return f.Name(), err
+	}
+	if err := f.Close(); err != nil {
+		return f.Name(), err
+	}
+	return f.Name(), os.Setenv("SSL_CERT_FILE", f.Name())
 }
 
 // newCloudNet starts the proxy and the TLS server for hosts.
@@ -90,43 +144,28 @@ func newCloudNet(t *testing.T, hosts map[string]http.Handler) *cloudNet {
 	return &cloudNet{proxy: proxy, caPEM: caPEM}
 }
 
-// testCertificate returns a new CA, PEM-encoded, and a server certificate
+// testCertificate returns cloudCA, PEM-encoded, and a server certificate
 // it signed for names.
 func testCertificate(t *testing.T, names []string) ([]byte, tls.Certificate) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTemplate := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "cloud stand-in CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
+	if cloudCA.err != nil {
+		t.Fatal(cloudCA.err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
+	now := time.Now()
 	template := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
+		SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, template, cloudCA.cert, &key.PublicKey, cloudCA.key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return cloudCA.pem, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // tokenRegistry fronts an in-process registry and lets through only

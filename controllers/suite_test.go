@@ -41,6 +41,12 @@ func TestMain(m *testing.M) {
 // controller, runs the tests and stops both.
 func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zap.Options{}.Level)))
+	caFile, err := trustCloudCA()
+	defer os.Remove(caFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	c, err := cluster.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
