@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
@@ -8,12 +9,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/auth"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -24,9 +31,11 @@ import (
 // a form POST with Action, RoleArn and WebIdentityToken, answered with
 // temporary credentials in XML.
 type awsSTS struct {
-	roleARN, webIdentityToken string
-	mu                        sync.Mutex
-	keys                      map[string]bool // access key IDs handed out
+	// accept tells whether the role may be assumed with the web identity
+	// token.
+	accept func(roleARN, webIdentityToken string) bool
+	mu     sync.Mutex
+	keys   map[string]bool // access key IDs handed out
 }
 
 // issued tells whether the access key ID was handed out.
@@ -42,7 +51,7 @@ func (s *awsSTS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unexpected request", http.StatusBadRequest)
 		return
 	}
-	if r.PostForm.Get("RoleArn") != s.roleARN || r.PostForm.Get("WebIdentityToken") != s.webIdentityToken {
+	if !s.accept(r.PostForm.Get("RoleArn"), r.PostForm.Get("WebIdentityToken")) {
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = fmt.Fprint(w, `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>Not authorized to perform sts:AssumeRoleWithWebIdentity</Message></Error></ErrorResponse>`)
 		return
@@ -119,14 +128,17 @@ func TestAWSWorkloadIdentityScansWithAnECRToken(t *testing.T) {
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/web", "1.0.0", "1.1.0", "2.0.0")
 	front := newTokenRegistry(reg.Host())
-	sts := &awsSTS{roleARN: "arn:aws:iam::123456789012:role/uprev", webIdentityToken: "projected-sa-jwt", keys: map[string]bool{}}
+	const role, webIdentity = "arn:aws:iam::123456789012:role/uprev", "projected-sa-jwt"
+	sts := &awsSTS{keys: map[string]bool{}, accept: func(roleARN, token string) bool {
+		return roleARN == role && token == webIdentity
+	}}
 	ecr := &awsECR{sts: sts, registry: front}
 
 	// What IRSA injects into the controller's pod.
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
-	g.Expect(os.WriteFile(tokenFile, []byte(sts.webIdentityToken), 0o600)).To(Succeed())
-	t.Setenv("AWS_ROLE_ARN", sts.roleARN)
+	g.Expect(os.WriteFile(tokenFile, []byte(webIdentity), 0o600)).To(Succeed())
+	t.Setenv("AWS_ROLE_ARN", role)
 	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", tokenFile)
 	t.Setenv("AWS_REGION", "eu-west-1")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
@@ -145,6 +157,73 @@ func TestAWSWorkloadIdentityScansWithAnECRToken(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
 		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
 		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(3))
+	}).Should(Succeed())
+	g.Expect(front.refused()).To(BeZero())
+}
+
+// serviceAccountTokenFor tells whether token is a Kubernetes service account
+// token of namespace/name for audience. Its signature is the apiserver's
+// business; the claims are what STS would match against the role's trust
+// policy.
+func serviceAccountTokenFor(token, namespace, name, audience string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	var claims struct {
+		Sub string   `json:"sub"`
+		Aud []string `json:"aud"`
+	}
+	if json.Unmarshal(payload, &claims) != nil {
+		return false
+	}
+	return claims.Sub == "system:serviceaccount:"+namespace+":"+name && slices.Contains(claims.Aud, audience)
+}
+
+func TestObjectLevelAWSIdentityNeedsTheFeatureGate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/web", "1.0.0")
+	front := newTokenRegistry(reg.Host())
+	const role = "arn:aws:iam::123456789012:role/tenant"
+	sts := &awsSTS{keys: map[string]bool{}, accept: func(roleARN, token string) bool {
+		return roleARN == role && serviceAccountTokenFor(token, ns, "web-puller", "sts.amazonaws.com")
+	}}
+	ecr := &awsECR{sts: sts, registry: front}
+	t.Setenv("AWS_CA_BUNDLE", "") // the SDK cannot add it to the library's HTTP client
+	g.Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "web-puller", Annotations: map[string]string{"eks.amazonaws.com/role-arn": role},
+	}})).To(Succeed())
+
+	cloud := newCloudNet(t, map[string]http.Handler{
+		ecrRegistry:                       front,
+		"sts.eu-west-1.amazonaws.com":     sts,
+		"api.ecr.eu-west-1.amazonaws.com": ecr,
+	})
+	repo := newCloudRepository(t, ns, cloud, ecrRegistry+"/acme/web", "aws", func(r *imagev1.ImageRepository) {
+		r.Spec.ServiceAccountName = "web-puller"
+	})
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, repo)
+		g.Expect(conditions.IsStalled(repo)).To(BeTrue())
+		g.Expect(c.Reason).To(Equal(meta.FeatureGateDisabledReason))
+		g.Expect(c.Message).To(ContainSubstring("--feature-gates=ObjectLevelWorkloadIdentity=true"))
+	}).Should(Succeed())
+
+	auth.EnableObjectLevelWorkloadIdentity()
+	t.Cleanup(auth.DisableObjectLevelWorkloadIdentity)
+	requestReconcile(t, repo)
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, repo)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
+		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(1))
 	}).Should(Succeed())
 	g.Expect(front.refused()).To(BeZero())
 }
