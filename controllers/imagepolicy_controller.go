@@ -12,6 +12,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	aclapi "github.com/fluxcd/pkg/apis/acl"
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/acl"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,9 @@ type ImagePolicyReconciler struct {
 	reconciler
 	// Scanner reaches registries for digest lookups.
 	Scanner *registry.Scanner
+	// TokenCache keeps cloud registry tokens (spec.provider aws, azure,
+	// gcp) until shortly before they expire; nil fetches one every time.
+	TokenCache *cache.TokenCache
 	// Tags is the store the ImageRepositoryReconciler writes.
 	Tags registry.Store
 	// NoCrossNamespaceRefs refuses an ImageRepository in another
@@ -186,7 +190,7 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 			return prev.Digest, nil
 		}
 	}
-	access, err := registryAccess(ctx, r.Client, repo)
+	access, err := registryAccess(ctx, r.Client, repo, r.TokenCache)
 	if err != nil {
 		return "", err
 	}

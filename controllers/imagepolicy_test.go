@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -353,17 +352,18 @@ func TestDigestReflectionAlwaysNoticesRepushedTag(t *testing.T) {
 	}).Should(Succeed())
 }
 
-func TestUnsupportedProviderIsReported(t *testing.T) {
+func TestCloudProviderRefusesAnotherCloudsRegistry(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	repo := newRepository(t, ns, "123456789012.dkr.ecr.eu-west-1.amazonaws.com/app", func(r *imagev1.ImageRepository) {
+	repo := newRepository(t, ns, "ghcr.io/acme/app", func(r *imagev1.ImageRepository) {
 		r.Spec.Provider = "aws"
 	})
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, repo)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(conditions.IsStalled(repo)).To(BeTrue())
-		g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("%q", "aws")))
+		g.Expect(c.Reason).To(Equal(imagev1.ImageURLInvalidReason))
+		g.Expect(c.Message).To(ContainSubstring("provider aws"))
 	}).Should(Succeed())
 }
 

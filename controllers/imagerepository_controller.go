@@ -3,6 +3,7 @@ package controllers
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories,verbs=get;list;watch
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -18,6 +19,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +46,9 @@ type ImageRepositoryReconciler struct {
 	reconciler
 	// Scanner reaches registries with shared limits, retries and metrics.
 	Scanner *registry.Scanner
+	// TokenCache keeps cloud registry tokens (spec.provider aws, azure,
+	// gcp) until shortly before they expire; nil fetches one every time.
+	TokenCache *cache.TokenCache
 	// Tags keeps the tags of every repository across restarts.
 	Tags registry.Store
 	// Clock tells the time; the wall clock when nil.
@@ -89,11 +94,13 @@ func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	})
 }
 
-// forget drops the stored tags and the metric of a deleted repository.
+// forget drops the stored tags, the metric and the token cache events of a
+// deleted repository.
 func (r *ImageRepositoryReconciler) forget(key types.NamespacedName) error {
 	if r.TagCount != nil {
 		r.TagCount.DeleteLabelValues(key.Namespace, key.Name)
 	}
+	r.TokenCache.DeleteEventsForObject(imagev1.ImageRepositoryKind, key.Name, key.Namespace, cache.OperationReconcile)
 	return r.Tags.Delete(key.String())
 }
 
@@ -151,7 +158,7 @@ func (r *ImageRepositoryReconciler) nextScanIn(repo *imagev1.ImageRepository, ca
 
 // scan lists the tags, drops the excluded ones and stores the rest.
 func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.ImageRepository, exclusions []string) ([]string, error) {
-	access, err := registryAccess(ctx, r.Client, repo)
+	access, err := registryAccess(ctx, r.Client, repo, r.TokenCache)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/cache"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,9 +16,11 @@ import (
 )
 
 // registryAccess reads the Secrets an ImageRepository references into the
-// access settings of its registry. A missing Secret or service account is
-// retried with backoff, as it may be created after the repository.
-func registryAccess(ctx context.Context, c client.Reader, repo *imagev1.ImageRepository) (registry.Access, error) {
+// access settings of its registry, and for a cloud provider obtains the
+// registry credentials (cached in tokens). A missing Secret or service
+// account is retried with backoff, as it may be created after the
+// repository.
+func registryAccess(ctx context.Context, c client.Client, repo *imagev1.ImageRepository, tokens *cache.TokenCache) (registry.Access, error) {
 	access := registry.Access{
 		Insecure: repo.Spec.Insecure,
 		Provider: repo.GetProvider(),
@@ -32,7 +35,10 @@ func registryAccess(ctx context.Context, c client.Reader, repo *imagev1.ImageRep
 		}
 		access.PullSecrets = append(access.PullSecrets, data)
 	}
-	if name := repo.Spec.ServiceAccountName; name != "" {
+	cloud := isCloudProvider(access.Provider)
+	// With a cloud provider, the service account is the workload identity,
+	// not a holder of imagePullSecrets.
+	if name := repo.Spec.ServiceAccountName; name != "" && !cloud {
 		var sa corev1.ServiceAccount
 		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &sa); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -55,6 +61,11 @@ func registryAccess(ctx context.Context, c client.Reader, repo *imagev1.ImageRep
 	}
 	if ref := repo.Spec.ProxySecretRef; ref != nil {
 		if access.ProxySecret, err = secretData(ctx, c, ns, ref.Name); err != nil {
+			return access, err
+		}
+	}
+	if cloud {
+		if access.CloudCredentials, err = cloudCredentials(ctx, c, repo, access.ProxySecret, tokens); err != nil {
 			return access, err
 		}
 	}

@@ -63,8 +63,9 @@ type Options struct {
 	DefaultServiceAccount string
 	// ACL turns off references across namespaces.
 	ACL acl.Options
-	// TokenCache sizes the cache of short-lived tokens (GitHub App
-	// installation tokens); a MaxSize of 0 turns it off.
+	// TokenCache sizes the cache of short-lived tokens: cloud registry
+	// tokens (spec.provider aws, azure, gcp) and GitHub App installation
+	// tokens; a MaxSize of 0 turns it off.
 	TokenCache fluxcache.TokenFlags
 	// EventsAddr is notification-controller's address; every event is
 	// also posted there, in Flux's format, when it is set.
@@ -155,12 +156,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := crmetrics.Registry.Register(tagCount); err != nil {
 			return fmt.Errorf("registering tag metrics: %w", err)
 		}
-		repos := &ImageRepositoryReconciler{Scanner: scanner, Tags: tags, TagCount: tagCount}
+		repos := &ImageRepositoryReconciler{Scanner: scanner, TokenCache: tokens, Tags: tags, TagCount: tagCount}
 		if err := repos.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImageRepository controller: %w", err)
 		}
 		repos.Events = recorders(repos.Events)
-		policies := &ImagePolicyReconciler{Scanner: scanner, Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
+		policies := &ImagePolicyReconciler{Scanner: scanner, TokenCache: tokens, Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
 		}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	fluxcache "github.com/fluxcd/pkg/cache"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	fluxcache "github.com/fluxcd/pkg/cache"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -41,6 +41,12 @@ func TestMain(m *testing.M) {
 // controller, runs the tests and stops both.
 func runSuite(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zap.Options{}.Level)))
+	caFile, err := trustCloudCA()
+	defer os.Remove(caFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	c, err := cluster.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -48,12 +48,13 @@ type UpdateAutomationReconciler struct {
 	Clones *gitrepo.Cache
 	// Scanner reads the release artifacts that ship CRD bundles.
 	Scanner *registry.Scanner
+	// TokenCache keeps short-lived tokens while they are fresh: cloud
+	// registry tokens for those artifacts and GitHub App installation
+	// tokens for Git; nil fetches one every time.
+	TokenCache *cache.TokenCache
 	// MaxCRDLayerSize bounds an artifact layer read for CRDs; 0 means the
 	// crds package's default.
 	MaxCRDLayerSize int64
-	// TokenCache keeps GitHub App installation tokens while they are
-	// fresh; nil fetches one for every run.
-	TokenCache *cache.TokenCache
 	// pushes, when set, hears of every push, for the Syncs of the branch.
 	pushes *gitPushEvents
 	// bundles holds, per spec.crds entry of each automation, the last

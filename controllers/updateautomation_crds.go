@@ -105,7 +105,7 @@ func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, po
 		}
 		return nil, "", fmt.Errorf("reading ImageRepository %s: %w", repositoryOf(pol), err)
 	}
-	access, err := registryAccess(ctx, r.Client, repo)
+	access, err := registryAccess(ctx, r.Client, repo, r.TokenCache)
 	if err != nil {
 		return nil, "", err
 	}

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluxcd/pkg/auth"
 	"github.com/fluxcd/pkg/runtime/client"
 	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
+	"github.com/fluxcd/pkg/runtime/features"
 	"github.com/fluxcd/pkg/runtime/jitter"
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
@@ -36,6 +38,7 @@ type managerOptions struct {
 	leaderOpts    leaderelection.Options
 	logOpts       logger.Options
 	jitterOpts    jitter.IntervalOptions
+	featureGates  features.FeatureGates
 	metricsAddr   string
 	probeAddr     string
 	leaderNS      string
@@ -71,6 +74,7 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	o.leaderOpts.BindFlags(fs)
 	o.logOpts.BindFlags(fs)
 	o.jitterOpts.BindFlags(fs)
+	o.featureGates.BindFlags(fs)
 	o.opts.TokenCache.BindFlags(fs, 100)
 	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "The address the Prometheus metrics endpoint binds to.")
 	fs.StringVar(&o.probeAddr, "health-addr", ":9440", "The address the health and readiness probes bind to.")
@@ -104,6 +108,14 @@ func (o *managerOptions) run(ctx context.Context) error {
 	ctrl.SetLogger(log)
 	if err := o.jitterOpts.SetGlobalJitter(controllers.JitterRand()); err != nil {
 		return fmt.Errorf("setting interval jitter: %w", err)
+	}
+	gates := map[string]bool{}
+	auth.SetFeatureGates(gates)
+	if err := o.featureGates.WithLogger(log).SupportedFeatures(gates); err != nil {
+		return fmt.Errorf("--feature-gates: %w", err)
+	}
+	if on, _ := features.Enabled(auth.FeatureGateObjectLevelWorkloadIdentity); on {
+		auth.EnableObjectLevelWorkloadIdentity()
 	}
 
 	scheme, err := controllers.NewScheme()

@@ -166,8 +166,13 @@ type Access struct {
 	ProxySecret map[string][]byte
 	// Insecure allows plain HTTP (spec.insecure).
 	Insecure bool
-	// Provider is spec.provider; only "generic" (or empty) is supported.
+	// Provider is spec.provider: generic (or empty), aws, azure or gcp.
 	Provider string
+	// CloudCredentials authenticates to the registry of a cloud provider
+	// (aws, azure, gcp) with a short-lived token; the caller obtains it
+	// through the provider's workload identity. It is required for those
+	// providers and replaces PullSecrets.
+	CloudCredentials authn.Authenticator
 	// Timeout bounds each ListTags or Digest call (spec.timeout); 0 means
 	// only the caller's context does.
 	Timeout time.Duration
@@ -185,12 +190,20 @@ type Client struct {
 // Client returns a Client for access. Bad settings give an error wrapping
 // ErrInvalidConfig.
 func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
-	if err := checkProvider(access.Provider); err != nil {
-		return nil, err
-	}
-	auth, err := keychain(ctx, access.PullSecrets)
+	cloud, err := isCloudProvider(access.Provider)
 	if err != nil {
 		return nil, err
+	}
+	var auth authn.Keychain
+	switch {
+	case cloud && access.CloudCredentials == nil:
+		return nil, fmt.Errorf("%w: provider %q needs cloud credentials", ErrInvalidConfig, access.Provider)
+	case cloud:
+		auth = staticKeychain{access.CloudCredentials}
+	default:
+		if auth, err = keychain(ctx, access.PullSecrets); err != nil {
+			return nil, err
+		}
 	}
 	base := s.base
 	if len(access.CertSecret) > 0 || len(access.ProxySecret) > 0 {
@@ -200,7 +213,7 @@ func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
 			return nil, err
 		}
 		if len(access.ProxySecret) > 0 {
-			proxy, err := proxyURL(access.ProxySecret)
+			proxy, err := ProxyURL(access.ProxySecret)
 			if err != nil {
 				return nil, err
 			}
@@ -229,17 +242,26 @@ func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
 	return &Client{puller: puller, insecure: access.Insecure, timeout: access.Timeout}, nil
 }
 
-// checkProvider accepts the generic provider only and says so clearly for
-// the others, which would need cloud credential helpers.
-func checkProvider(provider string) error {
+// isCloudProvider tells the cloud providers (aws, azure, gcp) from the
+// generic one and refuses any other name.
+func isCloudProvider(provider string) (bool, error) {
 	switch provider {
 	case "", "generic":
-		return nil
+		return false, nil
 	case "aws", "azure", "gcp":
-		return fmt.Errorf("%w: %q: uprev does not fetch cloud credentials; set provider to generic and reference a dockerconfigjson Secret in secretRef or the service account's imagePullSecrets", ErrProviderNotSupported, provider)
+		return true, nil
 	default:
-		return fmt.Errorf("%w: unknown provider %q (want generic, aws, azure or gcp)", ErrInvalidConfig, provider)
+		return false, fmt.Errorf("%w: unknown provider %q (want generic, aws, azure or gcp)", ErrInvalidConfig, provider)
 	}
+}
+
+// staticKeychain answers every registry with one authenticator: the cloud
+// credentials issued for the repository's registry.
+type staticKeychain struct{ auth authn.Authenticator }
+
+// Resolve implements authn.Keychain.
+func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	return k.auth, nil
 }
 
 // ListTags returns every tag of image, following the registry's Link

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	. "github.com/onsi/gomega"
 
 	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -131,14 +132,22 @@ func TestInvalidAccessSettings(t *testing.T) {
 	}
 }
 
-func TestCloudProvidersAreRefusedClearly(t *testing.T) {
+func TestCloudProviderUsesItsCredentials(t *testing.T) {
+	r := testregistry.Start(t, testregistry.WithBasicAuth("oauth2accesstoken", "cloud-t0ken"))
+	r.PushTags(t, "private/agent", "1.0.0")
 	for _, provider := range []string{"aws", "azure", "gcp"} {
-		g := NewWithT(t)
-		_, err := NewScanner(ScannerOptions{}).Client(t.Context(), Access{Provider: provider})
-		g.Expect(err).To(MatchError(ErrProviderNotSupported))
-		g.Expect(err).To(MatchError(ErrInvalidConfig))
-		g.Expect(err.Error()).To(ContainSubstring(`"` + provider + `"`))
-		g.Expect(err.Error()).To(ContainSubstring("generic"))
+		t.Run(provider, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := NewScanner(ScannerOptions{}).Client(t.Context(), Access{Provider: provider})
+			g.Expect(err).To(MatchError(ErrInvalidConfig))
+			g.Expect(err.Error()).To(ContainSubstring(`"` + provider + `"`))
+
+			// The cloud credentials replace pull secrets, which are ignored.
+			creds := authn.FromConfig(authn.AuthConfig{Username: "oauth2accesstoken", Password: "cloud-t0ken"})
+			c := newClient(t, ScannerOptions{}, Access{Provider: provider, CloudCredentials: creds,
+				PullSecrets: []map[string][]byte{dockerConfig(r, "bot", "wrong-pa55")}})
+			g.Expect(c.ListTags(t.Context(), r.Image("private/agent"))).To(Equal([]string{"1.0.0"}))
+		})
 	}
 	for _, provider := range []string{"", "generic"} {
 		_, err := NewScanner(ScannerOptions{}).Client(t.Context(), Access{Provider: provider})

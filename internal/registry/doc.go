@@ -13,7 +13,8 @@
 // talk to Kubernetes.
 //
 // Errors a caller decides on wrap ErrUnauthorized, ErrNotFound, ErrTransient
-// or ErrInvalidConfig (ErrProviderNotSupported is one of the latter).
+// or ErrInvalidConfig. A cloud provider's short-lived credentials are
+// obtained by the caller and passed in Access.CloudCredentials.
 //
 // # Tag store
 //

@@ -22,10 +22,6 @@ var (
 	// ErrInvalidConfig means the access settings or the image name are wrong
 	// and retrying without a change will not help.
 	ErrInvalidConfig = errors.New("invalid registry configuration")
-	// ErrProviderNotSupported means spec.provider names a cloud provider
-	// (aws, azure, gcp) whose credential helpers uprev does not include. It
-	// wraps ErrInvalidConfig.
-	ErrProviderNotSupported = fmt.Errorf("%w: provider not supported", ErrInvalidConfig)
 )
 
 // classify wraps err with the sentinel that says what a caller can do about

@@ -76,10 +76,10 @@ func tlsConfig(data map[string][]byte) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// proxyURL returns the proxy of a proxySecretRef's data: address, with
+// ProxyURL returns the proxy of a proxySecretRef's data: address, with
 // username and password as its credentials. Errors never quote the address,
 // which may hold credentials.
-func proxyURL(data map[string][]byte) (*url.URL, error) {
+func ProxyURL(data map[string][]byte) (*url.URL, error) {
 	address := string(data["address"])
 	if address == "" {
 		return nil, fmt.Errorf("%w: the proxy secret has no address", ErrInvalidConfig)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,7 +174,7 @@ func waitAllSelected(b *testing.B, admin client.Client, ns string) float64 {
 // apiserverRequests is the API server's count of requests served so far.
 func apiserverRequests(b *testing.B, cfg *rest.Config) float64 {
 	b.Helper()
-	families := scrape(b, cfg, cfg.Host+"/metrics")
+	families := scrape(b, cfg, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
 	return sumCounter(families["apiserver_request_total"])
 }
 

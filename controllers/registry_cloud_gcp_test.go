@@ -1,0 +1,147 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
+)
+
+// gceMetadata stands in for the GCE metadata server as the Google client
+// libraries use it (https://cloud.google.com/compute/docs/metadata/querying-metadata):
+// requests carry Metadata-Flavor: Google, and
+// instance/service-accounts/default/token answers an OAuth 2.0 access token
+// with expires_in seconds. issue is told of each token it hands out.
+type gceMetadata struct {
+	lifetime time.Duration
+	issue    func(token string, expiry time.Time)
+	mu       sync.Mutex
+	issued   int
+}
+
+// tokens is the number of access tokens handed out.
+func (m *gceMetadata) tokens() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.issued
+}
+
+// ServeHTTP implements http.Handler.
+func (m *gceMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Metadata-Flavor") != "Google" {
+		http.Error(w, "missing Metadata-Flavor header", http.StatusForbidden)
+		return
+	}
+	w.Header().Set("Metadata-Flavor", "Google")
+	switch r.URL.Path {
+	case "/computeMetadata/v1/project/project-id":
+		_, _ = fmt.Fprint(w, "acme-project")
+	case "/computeMetadata/v1/instance/service-accounts/default/token":
+		m.mu.Lock()
+		m.issued++
+		token := fmt.Sprintf("ya29.gce-token-%d", m.issued)
+		m.mu.Unlock()
+		m.issue(token, time.Now().Add(m.lifetime))
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"access_token": token,
+			"expires_in":   int(m.lifetime.Seconds()),
+			"token_type":   "Bearer",
+		})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// startGCEMetadata serves m and points the Google client libraries of this
+// process at it (GCE_METADATA_HOST), with no other credentials to find.
+func startGCEMetadata(t *testing.T, m *gceMetadata) {
+	t.Helper()
+	srv := httptest.NewServer(m)
+	t.Cleanup(srv.Close)
+	t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(srv.URL, "http://"))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+	t.Setenv("CLOUDSDK_CONFIG", t.TempDir())
+}
+
+const gcpImage = "europe-docker.pkg.dev/acme-project/apps/web"
+
+func TestGCPWorkloadIdentityScansWithRefreshedTokens(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme-project/apps/web", "1.0.0", "1.1.0")
+	front := newTokenRegistry(reg.Host())
+	// Tokens live 5s and are cached for 80% of that, so rescans every
+	// second go through several tokens, each used before it expires.
+	metadata := &gceMetadata{lifetime: 5 * time.Second, issue: func(token string, expiry time.Time) {
+		front.issue("oauth2accesstoken", token, expiry)
+	}}
+	startGCEMetadata(t, metadata)
+	cloud := newCloudNet(t, map[string]http.Handler{"europe-docker.pkg.dev": front})
+
+	repo := newCloudRepository(t, ns, cloud, gcpImage, "gcp", func(r *imagev1.ImageRepository) {
+		r.Spec.Interval = metav1.Duration{Duration: time.Second}
+	})
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, repo)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
+		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(2))
+	}).Should(Succeed())
+	g.Expect(metadata.tokens()).To(BeNumerically("<=", 2), "tokens are cached between scans")
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(metadata.tokens()).To(BeNumerically(">=", 3))
+		c := readyCondition(g, repo)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	}, time.Minute).Should(Succeed())
+	g.Expect(front.refused()).To(BeZero(), "no scan used an expired token")
+}
+
+func TestRefusedCloudTokenIsReportedWithoutTheToken(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme-project/apps/web", "1.0.0")
+	front := newTokenRegistry(reg.Host())
+	// The metadata server hands out tokens the registry does not accept,
+	// as when the Google service account lacks Artifact Registry Reader.
+	metadata := &gceMetadata{lifetime: time.Hour, issue: func(string, time.Time) {}}
+	startGCEMetadata(t, metadata)
+	cloud := newCloudNet(t, map[string]http.Handler{"europe-docker.pkg.dev": front})
+
+	repo := newCloudRepository(t, ns, cloud, gcpImage, "gcp")
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, repo)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(imagev1.AuthenticationFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("the registry refused the token"))
+		g.Expect(front.refused()).To(BeNumerically(">", 0))
+	}).Should(Succeed())
+
+	g.Expect(metadata.tokens()).To(BeNumerically(">", 0))
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(repo), repo)).To(Succeed())
+	status, err := json.Marshal(repo.Status)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(status)).NotTo(ContainSubstring("gce-token"))
+	g.Expect(conditions.IsStalled(repo)).To(BeFalse(), "a refused token is retried")
+	var events eventsList
+	g.Expect(k8s.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
+	for _, e := range events.Items {
+		g.Expect(e.Note).NotTo(ContainSubstring("gce-token"))
+	}
+}
