@@ -227,3 +227,39 @@ func TestObjectLevelAWSIdentityNeedsTheFeatureGate(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(front.refused()).To(BeZero())
 }
+
+func TestRefusedWebIdentityIsReportedWithoutTheToken(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	front := newTokenRegistry(reg.Host())
+	// The role's trust policy does not name uprev's service account.
+	sts := &awsSTS{keys: map[string]bool{}, accept: func(string, string) bool { return false }}
+	ecr := &awsECR{sts: sts, registry: front}
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	g.Expect(os.WriteFile(tokenFile, []byte("projected-sa-jwt"), 0o600)).To(Succeed())
+	t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/other")
+	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", tokenFile)
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CA_BUNDLE", "")
+
+	cloud := newCloudNet(t, map[string]http.Handler{
+		ecrRegistry:                       front,
+		"sts.eu-west-1.amazonaws.com":     sts,
+		"api.ecr.eu-west-1.amazonaws.com": ecr,
+	})
+	repo := newCloudRepository(t, ns, cloud, ecrRegistry+"/acme/web", "aws")
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, repo)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(imagev1.AuthenticationFailedReason))
+		g.Expect(c.Message).To(ContainSubstring("getting aws registry credentials"))
+		g.Expect(c.Message).To(ContainSubstring("AccessDenied"))
+		g.Expect(c.Message).NotTo(ContainSubstring("projected-sa-jwt"))
+		g.Expect(conditions.IsStalled(repo)).To(BeFalse(), "a refused identity is retried")
+	}).Should(Succeed())
+}
