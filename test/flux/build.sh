@@ -18,11 +18,14 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 [ -x "$out/flux" ] && exit 0
 
-echo "building flux $version..." >&2
-src=$(cd "$here" && GOFLAGS=-mod=mod go mod download -json "github.com/fluxcd/flux2/v2@$version" |
-  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+echo "building flux $version (about 5 minutes with cold build caches)..." >&2
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
+# Downloaded from outside any module, so that no go.mod is consulted or
+# changed; the module cache holds it read-only.
+src=$(cd "$work" && go mod download -json "github.com/fluxcd/flux2/v2@$version" |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -n "$src" ] || { echo "downloading flux2 $version failed" >&2; exit 1; }
 cp -R "$src/." "$work"
 chmod -R u+w "$work"
 mkdir -p "$work/cmd/flux/manifests"
