@@ -132,11 +132,13 @@ spec:
 		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.1"))
 	}).WithTimeout(time.Minute).Should(Succeed())
 
-	getPolicy := func() *imagev1.ImagePolicy {
+	// getPolicy and getRepo read the objects as they are now, failing the
+	// (sub)test of g if they cannot.
+	getPolicy := func(g Gomega) *imagev1.ImagePolicy {
 		g.Expect(c.Client.Get(ctx, repoKey, pol)).To(Succeed())
 		return pol
 	}
-	getRepo := func() *imagev1.ImageRepository {
+	getRepo := func(g Gomega) *imagev1.ImageRepository {
 		g.Expect(c.Client.Get(ctx, repoKey, repo)).To(Succeed())
 		return repo
 	}
@@ -160,14 +162,14 @@ spec:
 		// The CLI returns once uprev has handled the request: the new tag
 		// is in the scan when it does.
 		flux.mustRun(t, "reconcile", "image", "repository", "podinfo")
-		getRepo()
+		getRepo(g)
 		g.Expect(repo.Status.LastHandledReconcileAt).NotTo(BeEmpty())
 		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
 		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(5))
 
 		out := flux.mustRun(t, "reconcile", "image", "policy", "podinfo")
 		g.Expect(out).To(ContainSubstring("5.1.2"))
-		getPolicy()
+		getPolicy(g)
 		g.Expect(pol.Status.LastHandledReconcileAt).NotTo(BeEmpty())
 		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.2"))
 		g.Expect(flux.mustRun(t, "get", "image", "policy", "podinfo")).To(MatchRegexp(`podinfo\s+\S+\s+5\.1\.2\s+True`))
@@ -176,14 +178,14 @@ spec:
 	t.Run("suspend and resume", func(t *testing.T) {
 		g := NewWithT(t)
 		flux.mustRun(t, "suspend", "image", "repository", "podinfo")
-		g.Expect(getRepo().Spec.Suspend).To(BeTrue())
+		g.Expect(getRepo(g).Spec.Suspend).To(BeTrue())
 		g.Expect(flux.mustRun(t, "get", "image", "repository", "podinfo")).To(MatchRegexp(`podinfo\s+\S+\s+True\s+True`))
 
 		// Resuming waits until uprev has reconciled the new generation and
 		// the repository is Ready. As with Flux, that is not a scan: the
 		// interval has not passed and no reconcile was requested.
 		flux.mustRun(t, "resume", "image", "repository", "podinfo")
-		getRepo()
+		getRepo(g)
 		g.Expect(repo.Spec.Suspend).To(BeFalse())
 		g.Expect(repo.Status.ObservedGeneration).To(Equal(repo.Generation))
 		g.Expect(conditions.IsReady(repo)).To(BeTrue())
@@ -191,15 +193,15 @@ spec:
 		// A suspended policy keeps its tag while the repository finds a
 		// newer one, and selects it once resumed.
 		flux.mustRun(t, "suspend", "image", "policy", "podinfo")
-		g.Expect(getPolicy().Spec.Suspend).To(BeTrue())
+		g.Expect(getPolicy(g).Spec.Suspend).To(BeTrue())
 		reg.PushTags(t, "stefanprodan/podinfo", "5.1.3")
 		flux.mustRun(t, "reconcile", "image", "repository", "podinfo")
-		g.Expect(getRepo().Status.LastScanResult.TagCount).To(Equal(6))
+		g.Expect(getRepo(g).Status.LastScanResult.TagCount).To(Equal(6))
 		g.Expect(flux.mustRun(t, "get", "image", "policy", "podinfo")).To(MatchRegexp(`podinfo\s+\S+\s+5\.1\.2\s+True`))
 
 		out := flux.mustRun(t, "resume", "image", "policy", "podinfo")
 		g.Expect(out).To(ContainSubstring("5.1.3"))
-		getPolicy()
+		getPolicy(g)
 		g.Expect(pol.Spec.Suspend).To(BeFalse())
 		g.Expect(pol.Status.ObservedGeneration).To(Equal(pol.Generation))
 		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.3"))
