@@ -19,7 +19,7 @@ VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERS
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: all build test bench fuzz lint generate manifests demo demo-down controlplane release release-binaries release-manifests
+.PHONY: all build test bench fuzz lint generate manifests demo demo-down controlplane flux release release-binaries release-manifests
 
 all: build
 
@@ -49,8 +49,14 @@ controlplane: $(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kube
 $(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kubectl:
 	test/controlplane/build.sh $(K8S_ASSETS)
 
+## flux: build the Flux CLI from the Go module proxy into bin/flux (only when missing), for test/fluxcli.
+flux: $(BIN)/flux
+
+$(BIN)/flux:
+	test/flux/build.sh $(BIN)
+
 ## test: every test, race detector on, against real control planes.
-test: controlplane
+test: controlplane $(BIN)/flux
 	go vet ./...
 	go test -race -timeout 30m ./...
 

@@ -1,0 +1,209 @@
+// Package fluxcli runs the real Flux CLI (bin/flux, built by
+// test/flux/build.sh; `make test` builds it) against uprev serving Flux's
+// ImageRepository and ImagePolicy, and shows that the commands people use
+// on them exit 0 and do what they say.
+package fluxcli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
+)
+
+// fluxBinary returns the path of bin/flux, failing the test with how to
+// build it when it is not there.
+func fluxBinary(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(filepath.Dir(file), "..", "..", "bin", "flux")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("the Flux CLI is missing at %s: build it with `make flux` or test/flux/build.sh (`make test` builds it): %v", bin, err)
+	}
+	return bin
+}
+
+// cli runs one Flux CLI against one cluster, in one namespace.
+type cli struct {
+	bin, kubeconfig, namespace string
+}
+
+// run runs flux with args and returns its combined output and exit code.
+func (c cli) run(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args = append(args, "--namespace="+c.namespace, "--timeout=1m")
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("running flux %v: %v\n%s", args, err, out)
+	}
+	t.Logf("flux %v:\n%s", args, out)
+	return string(out), 0
+}
+
+// mustRun runs flux with args and fails the test unless it exits 0.
+func (c cli) mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, code := c.run(t, args...)
+	if code != 0 {
+		t.Fatalf("flux %v exited %d:\n%s", args, code, out)
+	}
+	return out
+}
+
+// createFromYAML creates the object that doc describes, as a person
+// applying Flux's documented YAML would.
+func createFromYAML(t *testing.T, k8s client.Client, doc string) {
+	t.Helper()
+	var u unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatalf("parsing %s: %v", doc, err)
+	}
+	if err := k8s.Create(context.Background(), &u); err != nil {
+		t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+}
+
+func TestFluxCLIOnImageObjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin := fluxBinary(t)
+	c := manager.StartCluster(t)
+	manager.Start(t, manager.Build(t), c.KubeConfigPath, t.TempDir(), "--controllers=image")
+	reg := registry.Start(t)
+	reg.PushTags(t, "stefanprodan/podinfo", "5.0.0", "5.1.0", "5.1.1", "6.0.0")
+
+	ns := "flux-cli"
+	g.Expect(c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	flux := cli{bin: bin, kubeconfig: c.KubeConfigPath, namespace: ns}
+
+	// As Flux's image-reflector docs write them.
+	createFromYAML(t, c.Client, `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: podinfo
+  namespace: `+ns+`
+spec:
+  image: `+reg.Image("stefanprodan/podinfo")+`
+  interval: 1h
+  provider: generic
+`)
+	createFromYAML(t, c.Client, `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: podinfo
+  namespace: `+ns+`
+spec:
+  imageRepositoryRef:
+    name: podinfo
+  policy:
+    semver:
+      range: 5.1.x
+`)
+	repoKey := client.ObjectKey{Namespace: ns, Name: "podinfo"}
+	repo, pol := &imagev1.ImageRepository{}, &imagev1.ImagePolicy{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Client.Get(ctx, repoKey, pol)).To(Succeed())
+		g.Expect(conditions.IsReady(pol)).To(BeTrue())
+		g.Expect(pol.Status.LatestRef).NotTo(BeNil())
+		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.1"))
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	// getPolicy and getRepo read the objects as they are now, failing the
+	// (sub)test of g if they cannot.
+	getPolicy := func(g Gomega) *imagev1.ImagePolicy {
+		g.Expect(c.Client.Get(ctx, repoKey, pol)).To(Succeed())
+		return pol
+	}
+	getRepo := func(g Gomega) *imagev1.ImageRepository {
+		g.Expect(c.Client.Get(ctx, repoKey, repo)).To(Succeed())
+		return repo
+	}
+
+	t.Run("get", func(t *testing.T) {
+		g := NewWithT(t)
+		out := flux.mustRun(t, "get", "image", "repository")
+		g.Expect(out).To(MatchRegexp(`podinfo\s+\S+\s+False\s+True\s+successful scan: found 4 tags`))
+		out = flux.mustRun(t, "get", "image", "policy", "podinfo")
+		g.Expect(out).To(MatchRegexp(`podinfo\s+` + reg.Image("stefanprodan/podinfo") + `\s+5\.1\.1\s+True`))
+		// `get images all` lists the kinds whose CRDs are installed and
+		// passes over ImageUpdateAutomation, which uprev does not serve.
+		out = flux.mustRun(t, "get", "images", "all")
+		g.Expect(out).To(ContainSubstring("imagerepository/podinfo"))
+		g.Expect(out).To(MatchRegexp(`imagepolicy/podinfo\s+\S+\s+5\.1\.1\s+True`))
+	})
+
+	t.Run("reconcile", func(t *testing.T) {
+		g := NewWithT(t)
+		reg.PushTags(t, "stefanprodan/podinfo", "5.1.2")
+		// The CLI returns once uprev has handled the request: the new tag
+		// is in the scan when it does.
+		flux.mustRun(t, "reconcile", "image", "repository", "podinfo")
+		getRepo(g)
+		g.Expect(repo.Status.LastHandledReconcileAt).NotTo(BeEmpty())
+		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
+		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(5))
+
+		out := flux.mustRun(t, "reconcile", "image", "policy", "podinfo")
+		g.Expect(out).To(ContainSubstring("5.1.2"))
+		getPolicy(g)
+		g.Expect(pol.Status.LastHandledReconcileAt).NotTo(BeEmpty())
+		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.2"))
+		g.Expect(flux.mustRun(t, "get", "image", "policy", "podinfo")).To(MatchRegexp(`podinfo\s+\S+\s+5\.1\.2\s+True`))
+	})
+
+	t.Run("suspend and resume", func(t *testing.T) {
+		g := NewWithT(t)
+		flux.mustRun(t, "suspend", "image", "repository", "podinfo")
+		g.Expect(getRepo(g).Spec.Suspend).To(BeTrue())
+		g.Expect(flux.mustRun(t, "get", "image", "repository", "podinfo")).To(MatchRegexp(`podinfo\s+\S+\s+True\s+True`))
+
+		// Resuming waits until uprev has reconciled the new generation and
+		// the repository is Ready. As with Flux, that is not a scan: the
+		// interval has not passed and no reconcile was requested.
+		flux.mustRun(t, "resume", "image", "repository", "podinfo")
+		getRepo(g)
+		g.Expect(repo.Spec.Suspend).To(BeFalse())
+		g.Expect(repo.Status.ObservedGeneration).To(Equal(repo.Generation))
+		g.Expect(conditions.IsReady(repo)).To(BeTrue())
+
+		// A suspended policy keeps its tag while the repository finds a
+		// newer one, and selects it once resumed.
+		flux.mustRun(t, "suspend", "image", "policy", "podinfo")
+		g.Expect(getPolicy(g).Spec.Suspend).To(BeTrue())
+		reg.PushTags(t, "stefanprodan/podinfo", "5.1.3")
+		flux.mustRun(t, "reconcile", "image", "repository", "podinfo")
+		g.Expect(getRepo(g).Status.LastScanResult.TagCount).To(Equal(6))
+		g.Expect(flux.mustRun(t, "get", "image", "policy", "podinfo")).To(MatchRegexp(`podinfo\s+\S+\s+5\.1\.2\s+True`))
+
+		out := flux.mustRun(t, "resume", "image", "policy", "podinfo")
+		g.Expect(out).To(ContainSubstring("5.1.3"))
+		getPolicy(g)
+		g.Expect(pol.Spec.Suspend).To(BeFalse())
+		g.Expect(pol.Status.ObservedGeneration).To(Equal(pol.Generation))
+		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.3"))
+	})
+}
