@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -144,4 +145,42 @@ func TestRefusedCloudTokenIsReportedWithoutTheToken(t *testing.T) {
 	for _, e := range events.Items {
 		g.Expect(e.Note).NotTo(ContainSubstring("gce-token"))
 	}
+}
+
+// TestCRDBundleReadsAChartWithCloudIdentity: the chart that ships a
+// release's CRDs is read from a cloud registry with the token of the
+// policy's ImageRepository provider, as its scans are.
+func TestCRDBundleReadsAChartWithCloudIdentity(t *testing.T) {
+	g := NewWithT(t)
+	f := newAutomationFixture(t, nil, map[string]string{
+		"clusters/agent/release.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: agent\nspec:\n  chart:\n    spec:\n      chart: agent\n      version: 1.0.0 # {\"$imagepolicy\": \"NS:agent:tag\"}\n",
+	})
+	reg := registry.Start(t)
+	reg.Push(t, "acme-project/apps/web", "1.0.0", registry.HelmChart(t, "agent", "1.0.0", map[string]string{
+		"crds/agents.yaml": testCRD("agents", "Agent", "1.0.0"),
+	}))
+	front := newTokenRegistry(reg.Host())
+	metadata := &gceMetadata{lifetime: time.Hour, issue: func(token string, expiry time.Time) {
+		front.issue("oauth2accesstoken", token, expiry)
+	}}
+	startGCEMetadata(t, metadata)
+	cloud := newCloudNet(t, map[string]http.Handler{"europe-docker.pkg.dev": front})
+	newCloudRepository(t, f.ns, cloud, gcpImage, "gcp", func(r *imagev1.ImageRepository) { r.Name = "chart" })
+	newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0 <2.0.0"), func(p *imagev1.ImagePolicy) {
+		p.Spec.ImageRepositoryRef.Name = "chart"
+	})
+	newAutomation(t, f.ns, f.url, func(a *uprevv1.UpdateAutomation) {
+		a.Spec.CRDs = []uprevv1.CRDBundle{{
+			PolicyRef: metaRef("agent"),
+			From:      uprevv1.CRDSource{Chart: &uprevv1.ChartSource{}},
+			Path:      "clusters/agent/crds",
+		}}
+	})
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(f.log("main")[0].Subject).To(Equal("Update CRDs"))
+	}).Should(Succeed())
+	g.Expect(f.readFile("main", "clusters/agent/crds/agents.example.com.yaml")).To(ContainSubstring("release 1.0.0"))
+	g.Expect(front.refused()).To(BeZero(), "every read carried a token the stand-in issued")
+	g.Expect(metadata.tokens()).To(BeNumerically(">", 0))
 }
