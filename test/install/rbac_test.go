@@ -80,6 +80,12 @@ func TestApplyRoleIsSeparate(t *testing.T) {
 		}
 	}
 
+	// Minting ServiceAccount tokens, as powerful as impersonation, is a
+	// role of its own, for object-level workload identity only.
+	g.Expect(roles["uprev-workload-identity"].Rules).To(ConsistOf(rbacv1.PolicyRule{
+		APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"},
+	}))
+
 	impersonate := roles["uprev-sync-impersonate"]
 	g.Expect(impersonate.Rules).To(ConsistOf(rbacv1.PolicyRule{
 		APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"},
