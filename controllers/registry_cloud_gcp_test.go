@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -153,7 +152,7 @@ func TestRefusedCloudTokenIsReportedWithoutTheToken(t *testing.T) {
 func TestCRDBundleReadsAChartWithCloudIdentity(t *testing.T) {
 	g := NewWithT(t)
 	f := newAutomationFixture(t, nil, map[string]string{
-		"clusters/agent/release.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: agent\nspec:\n  chart:\n    spec:\n      chart: agent\n      version: 1.0.0 # {\"$imagepolicy\": \"NS:agent:tag\"}\n",
+		"clusters/agent/release.yaml": agentRelease,
 	})
 	reg := registry.Start(t)
 	reg.Push(t, "acme-project/apps/web", "1.0.0", registry.HelmChart(t, "agent", "1.0.0", map[string]string{
@@ -169,13 +168,7 @@ func TestCRDBundleReadsAChartWithCloudIdentity(t *testing.T) {
 	newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0 <2.0.0"), func(p *imagev1.ImagePolicy) {
 		p.Spec.ImageRepositoryRef.Name = "chart"
 	})
-	newAutomation(t, f.ns, f.url, func(a *uprevv1.UpdateAutomation) {
-		a.Spec.CRDs = []uprevv1.CRDBundle{{
-			PolicyRef: metaRef("agent"),
-			From:      uprevv1.CRDSource{Chart: &uprevv1.ChartSource{}},
-			Path:      "clusters/agent/crds",
-		}}
-	})
+	newAutomation(t, f.ns, f.url, withChartCRDs)
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(f.log("main")[0].Subject).To(Equal("Update CRDs"))

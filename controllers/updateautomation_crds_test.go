@@ -39,6 +39,20 @@ spec:
 `, plural, kind, version, strings.TrimSuffix(plural, "s"))
 }
 
+// agentRelease is a HelmRelease of chart agent at 1.0.0, whose version
+// follows policy agent.
+const agentRelease = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: agent\nspec:\n  chart:\n    spec:\n      chart: agent\n      version: 1.0.0 # {\"$imagepolicy\": \"NS:agent:tag\"}\n"
+
+// withChartCRDs makes the automation write the CRDs that the chart of
+// policy agent ships to clusters/agent/crds.
+func withChartCRDs(a *uprevv1.UpdateAutomation) {
+	a.Spec.CRDs = []uprevv1.CRDBundle{{
+		PolicyRef: metaRef("agent"),
+		From:      uprevv1.CRDSource{Chart: &uprevv1.ChartSource{}},
+		Path:      "clusters/agent/crds",
+	}}
+}
+
 // pushChart pushes a Helm chart "agent" of version to repo as Helm
 // stores charts in OCI registries, with files under agent/.
 func (f *automationFixture) pushChart(repo, version string, files map[string]string) {
@@ -49,7 +63,7 @@ func (f *automationFixture) pushChart(repo, version string, files map[string]str
 func TestChartReleaseMovesVersionAndCRDsInOneCommit(t *testing.T) {
 	g := NewWithT(t)
 	f := newAutomationFixture(t, nil, map[string]string{
-		"clusters/agent/release.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: agent\nspec:\n  chart:\n    spec:\n      chart: agent\n      version: 1.0.0 # {\"$imagepolicy\": \"NS:agent:tag\"}\n",
+		"clusters/agent/release.yaml": agentRelease,
 	})
 	chart := f.reg.Image("charts/agent")
 	f.pushChart("charts/agent", "1.0.0", map[string]string{
@@ -62,13 +76,7 @@ func TestChartReleaseMovesVersionAndCRDsInOneCommit(t *testing.T) {
 		p.Spec.ImageRepositoryRef.Name = "chart"
 		p.Spec.DigestReflectionPolicy = imagev1.ReflectIfNotPresent
 	})
-	auto := newAutomation(t, f.ns, f.url, func(a *uprevv1.UpdateAutomation) {
-		a.Spec.CRDs = []uprevv1.CRDBundle{{
-			PolicyRef: metaRef("agent"),
-			From:      uprevv1.CRDSource{Chart: &uprevv1.ChartSource{}},
-			Path:      "clusters/agent/crds",
-		}}
-	})
+	auto := newAutomation(t, f.ns, f.url, withChartCRDs)
 
 	// The first run writes the CRDs of the release already in Git.
 	g.Eventually(func(g Gomega) {
