@@ -58,11 +58,7 @@ func (r *eventReceiver) about(kind string, obj client.Object) []eventv1.Event {
 
 func TestEventsReachNotificationController(t *testing.T) {
 	g := NewWithT(t)
-	f := newAutomationFixture(t, []string{"1.0.0"}, map[string]string{"clusters/prod/agent.yaml": agentDeployment})
-	pol := newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0"))
-	waitForLatestTag(t, pol, "1.0.0")
-	auto := newAutomation(t, f.ns, f.url)
-	waitForReady(t, auto)
+	f, auto := settledAgentAutomation(t)
 	f.pushTag("1.1.0")
 	sha := waitForPush(t, auto, "")
 

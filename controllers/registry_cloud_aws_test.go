@@ -134,10 +134,22 @@ func TestAWSWorkloadIdentityScansWithAnECRToken(t *testing.T) {
 	}}
 	ecr := &awsECR{sts: sts, registry: front}
 
-	// What IRSA injects into the controller's pod.
+	setIRSAEnv(t, role, webIdentity)
+	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/web", "aws")
+	waitForCloudScan(t, repo, 3)
+	g.Expect(front.refused()).To(BeZero())
+}
+
+// setIRSAEnv sets what IRSA injects into the controller's pod: the role to
+// assume and a file holding the pod's web identity token, with no other
+// AWS configuration to find.
+func setIRSAEnv(t *testing.T, role, webIdentity string) {
+	t.Helper()
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
-	g.Expect(os.WriteFile(tokenFile, []byte(webIdentity), 0o600)).To(Succeed())
+	if err := os.WriteFile(tokenFile, []byte(webIdentity), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("AWS_ROLE_ARN", role)
 	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", tokenFile)
 	t.Setenv("AWS_REGION", "eu-west-1")
@@ -145,20 +157,16 @@ func TestAWSWorkloadIdentityScansWithAnECRToken(t *testing.T) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CA_BUNDLE", "") // the SDK cannot add it to the library's HTTP client
+}
 
-	cloud := newCloudNet(t, map[string]http.Handler{
+// newAWSNet serves the ECR registry front, STS and the ECR API of
+// eu-west-1 behind the cloud proxy.
+func newAWSNet(t *testing.T, front, sts, ecr http.Handler) *cloudNet {
+	return newCloudNet(t, map[string]http.Handler{
 		ecrRegistry:                       front,
 		"sts.eu-west-1.amazonaws.com":     sts,
 		"api.ecr.eu-west-1.amazonaws.com": ecr,
 	})
-	repo := newCloudRepository(t, ns, cloud, ecrRegistry+"/acme/web", "aws")
-	g.Eventually(func(g Gomega) {
-		c := readyCondition(g, repo)
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
-		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(3))
-	}).Should(Succeed())
-	g.Expect(front.refused()).To(BeZero())
 }
 
 // serviceAccountTokenFor tells whether token is a Kubernetes service account
@@ -201,12 +209,7 @@ func TestObjectLevelAWSIdentityNeedsTheFeatureGate(t *testing.T) {
 		Namespace: ns, Name: "web-puller", Annotations: map[string]string{"eks.amazonaws.com/role-arn": role},
 	}})).To(Succeed())
 
-	cloud := newCloudNet(t, map[string]http.Handler{
-		ecrRegistry:                       front,
-		"sts.eu-west-1.amazonaws.com":     sts,
-		"api.ecr.eu-west-1.amazonaws.com": ecr,
-	})
-	repo := newCloudRepository(t, ns, cloud, ecrRegistry+"/acme/web", "aws", func(r *imagev1.ImageRepository) {
+	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/web", "aws", func(r *imagev1.ImageRepository) {
 		r.Spec.ServiceAccountName = "web-puller"
 	})
 	g.Eventually(func(g Gomega) {
@@ -219,12 +222,7 @@ func TestObjectLevelAWSIdentityNeedsTheFeatureGate(t *testing.T) {
 	auth.EnableObjectLevelWorkloadIdentity()
 	t.Cleanup(auth.DisableObjectLevelWorkloadIdentity)
 	requestReconcile(t, repo)
-	g.Eventually(func(g Gomega) {
-		c := readyCondition(g, repo)
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
-		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(1))
-	}).Should(Succeed())
+	waitForCloudScan(t, repo, 1)
 	g.Expect(front.refused()).To(BeZero())
 }
 
@@ -236,23 +234,8 @@ func TestRefusedWebIdentityIsReportedWithoutTheToken(t *testing.T) {
 	// The role's trust policy does not name uprev's service account.
 	sts := &awsSTS{keys: map[string]bool{}, accept: func(string, string) bool { return false }}
 	ecr := &awsECR{sts: sts, registry: front}
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	g.Expect(os.WriteFile(tokenFile, []byte("projected-sa-jwt"), 0o600)).To(Succeed())
-	t.Setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/other")
-	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", tokenFile)
-	t.Setenv("AWS_REGION", "eu-west-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CA_BUNDLE", "")
-
-	cloud := newCloudNet(t, map[string]http.Handler{
-		ecrRegistry:                       front,
-		"sts.eu-west-1.amazonaws.com":     sts,
-		"api.ecr.eu-west-1.amazonaws.com": ecr,
-	})
-	repo := newCloudRepository(t, ns, cloud, ecrRegistry+"/acme/web", "aws")
+	setIRSAEnv(t, "arn:aws:iam::123456789012:role/other", "projected-sa-jwt")
+	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/web", "aws")
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, repo)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -124,11 +123,6 @@ func TestAzureWorkloadIdentityScansWithAnACRToken(t *testing.T) {
 		entraHostname: entra,
 	})
 	repo := newCloudRepository(t, ns, cloud, acrRegistry+"/acme/web", "azure")
-	g.Eventually(func(g Gomega) {
-		c := readyCondition(g, repo)
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
-		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(2))
-	}).Should(Succeed())
+	waitForCloudScan(t, repo, 2)
 	g.Expect(front.refused()).To(BeZero())
 }

@@ -97,12 +97,7 @@ func TestGCPWorkloadIdentityScansWithRefreshedTokens(t *testing.T) {
 	repo := newCloudRepository(t, ns, cloud, gcpImage, "gcp", func(r *imagev1.ImageRepository) {
 		r.Spec.Interval = metav1.Duration{Duration: time.Second}
 	})
-	g.Eventually(func(g Gomega) {
-		c := readyCondition(g, repo)
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
-		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(2))
-	}).Should(Succeed())
+	waitForCloudScan(t, repo, 2)
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(metadata.tokens()).To(BeNumerically(">=", 2), "the token is refreshed")

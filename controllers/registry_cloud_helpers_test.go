@@ -23,6 +23,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -239,4 +240,16 @@ func newCloudRepository(t *testing.T, ns string, cloud *cloudNet, image, provide
 		r.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "cloud-proxy"}
 		r.Spec.CertSecretRef = &meta.LocalObjectReference{Name: "cloud-ca"}
 	}}, mutate...)...)
+}
+
+// waitForCloudScan waits until repo is Ready with a scan that found tags
+// tags, through its cloud provider's credentials.
+func waitForCloudScan(t *testing.T, repo *imagev1.ImageRepository, tags int) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := readyCondition(g, repo)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		g.Expect(repo.Status.LastScanResult).NotTo(BeNil())
+		g.Expect(repo.Status.LastScanResult.TagCount).To(Equal(tags))
+	}).Should(Succeed())
 }

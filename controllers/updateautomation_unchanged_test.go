@@ -100,11 +100,7 @@ func TestUnchanged(t *testing.T) {
 
 func TestAutomationWithNothingNewDoesNoRewrite(t *testing.T) {
 	g := NewWithT(t)
-	f := newAutomationFixture(t, []string{"1.0.0"}, map[string]string{"clusters/prod/agent.yaml": agentDeployment})
-	pol := newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0"))
-	waitForLatestTag(t, pol, "1.0.0")
-	auto := newAutomation(t, f.ns, f.url)
-	waitForReady(t, auto)
+	f, auto := settledAgentAutomation(t)
 
 	f.pushTag("1.1.0")
 	sha := waitForPush(t, auto, "")
@@ -178,4 +174,15 @@ func TestAutomationShowsReconcilingDuringAPush(t *testing.T) {
 		g.Expect(conditions.Get(auto, meta.ReconcilingCondition)).To(BeNil())
 		g.Expect(conditions.GetMessage(auto, meta.ReadyCondition)).To(HavePrefix("pushed " + sha[:10]))
 	}).Should(Succeed())
+}
+
+// settledAgentAutomation starts an automation of agent, whose only tag
+// 1.0.0 Git already holds, and waits until it is Ready with nothing to do.
+func settledAgentAutomation(t *testing.T) (*automationFixture, *uprevv1.UpdateAutomation) {
+	t.Helper()
+	f := newAutomationFixture(t, []string{"1.0.0"}, map[string]string{"clusters/prod/agent.yaml": agentDeployment})
+	waitForLatestTag(t, newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0")), "1.0.0")
+	auto := newAutomation(t, f.ns, f.url)
+	waitForReady(t, auto)
+	return f, auto
 }
