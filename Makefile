@@ -103,9 +103,12 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 
-## manifests: CRDs (uprev's and Flux's image kinds) and RBAC.
+## manifests: CRDs (uprev's, Flux's image kinds, and Flux's GitRepository apart) and RBAC.
 manifests: $(CONTROLLER_GEN)
-	$(CONTROLLER_GEN) crd paths=./api/... paths=github.com/fluxcd/image-reflector-controller/api/v1 output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/... paths=github.com/fluxcd/image-reflector-controller/api/v1 paths=github.com/fluxcd/image-automation-controller/api/v1 output:crd:artifacts:config=config/crd/bases
+	@# Flux's GitRepository CRD, which ImageUpdateAutomation reads, for clusters without source-controller (docs/migrate-from-flux.md).
+	$(CONTROLLER_GEN) crd paths=github.com/fluxcd/source-controller/api/v1 output:crd:artifacts:config=$(BIN)/source-crds
+	cp $(BIN)/source-crds/source.toolkit.fluxcd.io_gitrepositories.yaml config/crd/gitrepository/
 	$(CONTROLLER_GEN) rbac:roleName=uprev-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 ## demo: a local fleet (three control planes, a registry, a Git server, bin/uprev), left running; prints a script to try.

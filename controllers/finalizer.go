@@ -7,27 +7,27 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
-	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
 
-// addFinalizer puts uprev's finalizer on obj before anything else is done.
-func addFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
-	if controllerutil.ContainsFinalizer(obj, uprevv1.Finalizer) {
+// addFinalizer puts the finalizer (uprevv1.Finalizer, or Flux's on Flux's
+// kinds) on obj before anything else is done.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if controllerutil.ContainsFinalizer(obj, finalizer) {
 		return nil
 	}
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	controllerutil.AddFinalizer(obj, uprevv1.Finalizer)
+	controllerutil.AddFinalizer(obj, finalizer)
 	if err := c.Patch(ctx, obj, patch); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	return nil
 }
 
-// removeFinalizer lets the API server delete obj.
-func removeFinalizer(ctx context.Context, c client.Client, obj client.Object) error {
+// removeFinalizer takes the finalizer off obj, which lets the API server
+// delete it.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	if !controllerutil.RemoveFinalizer(obj, uprevv1.Finalizer) {
+	if !controllerutil.RemoveFinalizer(obj, finalizer) {
 		return nil
 	}
 	if err := c.Patch(ctx, obj, patch); err != nil {

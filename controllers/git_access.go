@@ -12,19 +12,28 @@ import (
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 )
 
-// gitRemote returns the repository of src, which obj (of kind) reads,
-// with the credentials of its Secret; a GitHub App in the Secret is
-// exchanged for an installation token, kept in tokens while it is fresh.
-func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, kind string, obj client.Object, src uprevv1.GitSource) (*gitrepo.Remote, error) {
+// gitAccess says who reads a repository: the object (of kind), which its
+// tokens are cached for, and the namespace of the Git Secret.
+type gitAccess struct {
+	kind            string
+	object          client.Object
+	secretNamespace string
+}
+
+// gitRemote returns the repository of src with the credentials of its
+// Secret; a GitHub App in the Secret is exchanged for an installation
+// token, kept in tokens while it is fresh.
+func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, access gitAccess, src uprevv1.GitSource) (*gitrepo.Remote, error) {
 	var data map[string][]byte
 	if src.SecretRef != nil {
 		var err error
-		if data, err = secretData(ctx, c, obj.GetNamespace(), src.SecretRef.Name); err != nil {
+		if data, err = secretData(ctx, c, access.secretNamespace, src.SecretRef.Name); err != nil {
 			return nil, err
 		}
 	}
 	if gitrepo.IsGitHubApp(data) {
-		app := gitrepo.GitHubApp{Tokens: tokens, Kind: kind, Name: obj.GetName(), Namespace: obj.GetNamespace()}
+		obj := access.object
+		app := gitrepo.GitHubApp{Tokens: tokens, Kind: access.kind, Name: obj.GetName(), Namespace: obj.GetNamespace()}
 		var err error
 		if data, err = app.Credentials(ctx, src.URL, data); err != nil {
 			return nil, gitError(err)
@@ -41,8 +50,11 @@ func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, k
 }
 
 // commitSigner returns the signer of the automation's commits, nil when
-// commits are not signed.
-func commitSigner(ctx context.Context, c client.Reader, auto *uprevv1.UpdateAutomation) (*gitrepo.Signer, error) {
+// commits are not signed. keyType, Flux's signingKey.type, picks the key
+// of the Secret when set: "gpg" its git.asc and passphrase, "ssh" its
+// identity and password (the key's passphrase, as in a Git Secret);
+// empty lets the Secret's keys tell.
+func commitSigner(ctx context.Context, c client.Reader, auto *uprevv1.UpdateAutomation, keyType string) (*gitrepo.Signer, error) {
 	key := auto.Spec.Git.Commit.SigningKey
 	if key == nil {
 		return nil, nil
@@ -50,6 +62,12 @@ func commitSigner(ctx context.Context, c client.Reader, auto *uprevv1.UpdateAuto
 	data, err := secretData(ctx, c, auto.Namespace, key.SecretRef.Name)
 	if err != nil {
 		return nil, err
+	}
+	switch keyType {
+	case "gpg":
+		data = map[string][]byte{gitrepo.SecretOpenPGPKey: data[gitrepo.SecretOpenPGPKey], gitrepo.SecretPassphrase: data[gitrepo.SecretPassphrase]}
+	case "ssh":
+		data = map[string][]byte{gitrepo.SecretSSHSigningKey: data[gitrepo.SecretSSHSigningKey], gitrepo.SecretPassphrase: data[gitrepo.SecretPassword]}
 	}
 	signer, err := gitrepo.NewSigner(data)
 	if err != nil {

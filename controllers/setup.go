@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	fluxcache "github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/acl"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -31,7 +33,7 @@ import (
 const (
 	// ImageScanning runs ImageRepository and ImagePolicy.
 	ImageScanning = "image"
-	// WriteBack runs UpdateAutomation.
+	// WriteBack runs UpdateAutomation and Flux's ImageUpdateAutomation.
 	WriteBack = "automation"
 	// Apply runs Sync.
 	Apply = "sync"
@@ -91,7 +93,7 @@ func eventRecorders(mgr ctrl.Manager, addr string) (func(events.EventRecorder) e
 
 // ShardCache returns the cache options of a manager that reconciles only
 // the objects selector matches: Flux's --watch-label-selector, with its
-// convention of a `sharding.fluxcd.io/key` label. The four kinds uprev
+// convention of a `sharding.fluxcd.io/key` label. The five kinds uprev
 // reconciles are filtered on the apiserver's side, so each shard lists and
 // watches its own objects only; what they read (Secrets, and in workload
 // clusters anything) is not. An object and those it refers to
@@ -102,7 +104,7 @@ func ShardCache(selector labels.Selector) cache.Options {
 		return cache.Options{}
 	}
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &uprevv1.Sync{}} {
+	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &iacv1.ImageUpdateAutomation{}, &uprevv1.Sync{}} {
 		byObject[obj] = cache.ByObject{Label: selector}
 	}
 	return cache.Options{ByObject: byObject}
@@ -111,7 +113,7 @@ func ShardCache(selector labels.Selector) cache.Options {
 // NewScheme returns a scheme with every kind uprev reads or writes.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, imagev1.AddToScheme, uprevv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, imagev1.AddToScheme, iacv1.AddToScheme, sourcev1.AddToScheme, uprevv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
@@ -192,6 +194,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}
 		automations.Events = recorders(automations.Events)
+		fluxAutomations := &ImageUpdateAutomationReconciler{Engine: automations, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
+		if err := fluxAutomations.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("setting up ImageUpdateAutomation controller: %w", err)
+		}
+		fluxAutomations.Events = recorders(fluxAutomations.Events)
 	}
 	if slices.Contains(opts.Controllers, Apply) {
 		componentInfo := NewTargetComponentMetric()

@@ -102,7 +102,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if !s.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if err := addFinalizer(ctx, r.Client, s); err != nil {
+	if err := addFinalizer(ctx, r.Client, s, uprevv1.Finalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
@@ -187,7 +187,7 @@ func (r *SyncReconciler) connect(ctx context.Context, run *syncRun) error {
 // applies nothing.
 func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 	spec := run.sync.Spec
-	remote, err := gitRemote(ctx, r.Client, r.TokenCache, "Sync", run.sync, spec.Git)
+	remote, err := gitRemote(ctx, r.Client, r.TokenCache, gitAccess{kind: "Sync", object: run.sync, secretNamespace: run.sync.Namespace}, spec.Git)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (
 	}
 	if s.Spec.Suspend || !s.Spec.Prune {
 		log.Info("Sync deleted; its objects are left in place", "prune", s.Spec.Prune, "suspended", s.Spec.Suspend)
-		return ctrl.Result{}, removeFinalizer(ctx, r.Client, s)
+		return ctrl.Result{}, removeFinalizer(ctx, r.Client, s, uprevv1.Finalizer)
 	}
 	var errs []error
 	for _, target := range s.Spec.Targets {
@@ -48,7 +48,7 @@ func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (
 		r.Events.Eventf(s, nil, corev1.EventTypeWarning, "DeletionGivenUp", "Delete",
 			"objects left in place after %s of retries: %s", s.GetTimeout(), err)
 	}
-	return ctrl.Result{}, removeFinalizer(ctx, r.Client, s)
+	return ctrl.Result{}, removeFinalizer(ctx, r.Client, s, uprevv1.Finalizer)
 }
 
 // forget drops what the reconciler keeps for a deleted Sync: its targets'

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"text/template"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/cache"
@@ -96,10 +95,15 @@ func (r *UpdateAutomationReconciler) automationsOfPolicy(ctx context.Context, ob
 
 // policySelector returns the automation's label selector over policies.
 func policySelector(auto *uprevv1.UpdateAutomation) (labels.Selector, error) {
-	if auto.Spec.PolicySelector == nil {
+	return selectorOrEverything(auto.Spec.PolicySelector)
+}
+
+// selectorOrEverything returns sel as a selector; nil selects everything.
+func selectorOrEverything(sel *metav1.LabelSelector) (labels.Selector, error) {
+	if sel == nil {
 		return labels.Everything(), nil
 	}
-	return metav1.LabelSelectorAsSelector(auto.Spec.PolicySelector)
+	return metav1.LabelSelectorAsSelector(sel)
 }
 
 // Reconcile runs one UpdateAutomation.
@@ -107,31 +111,61 @@ func (r *UpdateAutomationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	auto := &uprevv1.UpdateAutomation{}
 	if err := r.Get(ctx, req.NamespacedName, auto); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forget(req.NamespacedName)
+			r.forget(uprevv1.UpdateAutomationKind, req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !auto.DeletionTimestamp.IsZero() {
-		r.forget(req.NamespacedName)
-		return ctrl.Result{}, removeFinalizer(ctx, r.Client, auto)
+		r.forget(uprevv1.UpdateAutomationKind, req.NamespacedName)
+		return ctrl.Result{}, removeFinalizer(ctx, r.Client, auto, uprevv1.Finalizer)
 	}
-	if err := addFinalizer(ctx, r.Client, auto); err != nil {
+	if err := addFinalizer(ctx, r.Client, auto, uprevv1.Finalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	st := statusFields{&auto.Status.ObservedGeneration, &auto.Status.ReconcileRequestStatus}
 	return r.run(ctx, auto, st, auto.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
-		run := &automationRun{auto: auto, progress: progress}
+		front := automationFront{kind: uprevv1.UpdateAutomationKind, object: auto, gitSecretNamespace: auto.Namespace}
+		run := &automationRun{auto: auto, front: front, progress: progress}
 		err := r.reconcile(ctx, run)
 		return outcome{err: err, message: run.summary(), requeueAfter: auto.Spec.Interval.Duration}
 	})
 }
 
+// automationFront is what the kind a run serves gives the write-back
+// engine besides the UpdateAutomation it reads as: an UpdateAutomation
+// itself, or Flux's ImageUpdateAutomation translated into one.
+type automationFront struct {
+	// kind is the kind served; it names the object's claim on the kept
+	// clone and its tokens in the token cache.
+	kind string
+	// object is the object served; events are recorded on it.
+	object client.Object
+	// gitSecretNamespace is where spec.git.secretRef is read.
+	gitSecretNamespace string
+	// gitProxy is the data of a proxy Secret for Git traffic, nil for none.
+	gitProxy map[string][]byte
+	// signingKeyType is "ssh" or "gpg" when the kind says which key of the
+	// signing Secret to use; empty lets the Secret's keys tell.
+	signingKeyType string
+	// message writes a commit's message before uprev's trailers; nil
+	// means the UpdateAutomation's messageTemplate.
+	message messageFunc
+	// pushOptions and alsoPushTo are passed to the write-back (see
+	// gitrepo.WriteBackOptions).
+	pushOptions map[string]string
+	alsoPushTo  string
+}
+
+// messageFunc writes the message of a commit that made res and the CRD
+// changes crdLines.
+type messageFunc func(res update.Result, crdLines []string) (string, error)
+
 // automationRun is the state one run's phases share.
 type automationRun struct {
-	auto *uprevv1.UpdateAutomation
+	auto  *uprevv1.UpdateAutomation
+	front automationFront
 	// progress reports long work in status.
 	progress progressFunc
-	template *template.Template
 	// policies are the selected, ready policies by key.
 	policies map[update.PolicyKey]*imagev1.ImagePolicy
 	// planned are the same policies as the guard and the rewriter see them:
@@ -198,11 +232,21 @@ func (r *UpdateAutomationReconciler) validate(_ context.Context, run *automation
 	if _, err := policySelector(run.auto); err != nil {
 		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.policySelector: %w", err))
 	}
+	if run.front.message != nil {
+		return nil
+	}
 	t, err := update.ParseMessageTemplate(spec.Git.Commit.MessageTemplate)
 	if err != nil {
 		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
 	}
-	run.template = t
+	automation := run.auto.Namespace + "/" + run.auto.Name
+	run.front.message = func(res update.Result, crdLines []string) (string, error) {
+		msg, err := update.CommitMessage(t, update.CommitData{Automation: automation, Changes: res.Changes, Updates: res.Updates(), CRDs: crdLines})
+		if err != nil {
+			return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+		}
+		return msg, nil
+	}
 	return nil
 }
 
@@ -228,14 +272,22 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 
 // openRepository brings the kept clone up to date and locks it for the run.
 func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *automationRun) error {
-	remote, err := gitRemote(ctx, r.Client, r.TokenCache, "UpdateAutomation", run.auto, run.auto.Spec.Git.GitSource)
+	front := run.front
+	remote, err := gitRemote(ctx, r.Client, r.TokenCache, gitAccess{kind: front.kind, object: front.object, secretNamespace: front.gitSecretNamespace}, run.auto.Spec.Git.GitSource)
 	if err != nil {
 		return err
+	}
+	if front.gitProxy != nil {
+		proxy, err := registry.ProxyURL(front.gitProxy)
+		if err != nil {
+			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("the proxy Secret: %w", err))
+		}
+		remote.UseProxy(proxy)
 	}
 	run.session, err = r.Clones.Open(ctx, remote, gitrepo.OpenOptions{
 		Branch:     run.auto.Spec.Git.Ref.Branch,
 		PushBranch: run.auto.PushBranch(),
-		Owner:      cloneOwner("UpdateAutomation", client.ObjectKeyFromObject(run.auto)),
+		Owner:      cloneOwner(front.kind, client.ObjectKeyFromObject(run.auto)),
 	})
 	if err != nil {
 		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
@@ -243,11 +295,11 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 	return nil
 }
 
-// forget drops what the reconciler keeps for a deleted automation: its
-// claim on the kept clone, which is then removed once no one else uses it,
-// and its CRD bundles.
-func (r *UpdateAutomationReconciler) forget(key types.NamespacedName) {
-	r.Clones.Release(cloneOwner("UpdateAutomation", key))
+// forget drops what the reconciler keeps for a deleted automation of kind:
+// its claim on the kept clone, which is then removed once no one else uses
+// it, and its CRD bundles.
+func (r *UpdateAutomationReconciler) forget(kind string, key types.NamespacedName) {
+	r.Clones.Release(cloneOwner(kind, key))
 	prefix := key.String() + " crds["
 	r.bundles.Range(func(slot, _ any) bool {
 		if strings.HasPrefix(slot.(string), prefix) {
@@ -284,7 +336,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		run.revisions = revisionsOf(run.session)
 		return nil
 	}
-	signer, err := commitSigner(ctx, r.Client, auto)
+	signer, err := commitSigner(ctx, r.Client, auto, run.front.signingKeyType)
 	if err != nil {
 		return err
 	}
@@ -292,6 +344,8 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		AuthorName:  auto.Spec.Git.Commit.Author.Name,
 		AuthorEmail: auto.Spec.Git.Commit.Author.Email,
 		Signer:      signer,
+		PushOptions: run.front.pushOptions,
+		AlsoPushTo:  run.front.alsoPushTo,
 	}
 	edit := func(dir string) (string, error) {
 		res, err := update.RewriteMarkers(ctx, dir, auto.Spec.Update.Path, update.Options{
@@ -314,10 +368,15 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		if !res.Changed() && !crdsChanged {
 			return "", nil
 		}
-		return commitMessage(run.template, auto, res, crdLines)
+		return commitMessage(run.front.message, res, crdLines)
 	}
 	run.progress(ctx, "writing back to %s", auto.PushBranch())
 	run.commit, err = run.session.WriteBack(ctx, opts, edit)
+	if err != nil && run.commit != "" {
+		// On the push branch, but not pushed to alsoPushTo.
+		run.revisions = revisionsOf(run.session)
+		return gitError(err)
+	}
 	if err != nil {
 		var stall *stalledError
 		if errors.As(err, &stall) {
@@ -329,24 +388,21 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 	return nil
 }
 
-// commitMessage writes the message of a run's commit: the template's text,
-// then one Uprev-Update trailer per policy update, which revert detection
-// reads back.
-func commitMessage(t *template.Template, auto *uprevv1.UpdateAutomation, res update.Result, crdLines []string) (string, error) {
-	data := update.CommitData{
-		Automation: auto.Namespace + "/" + auto.Name,
-		Changes:    res.Changes,
-		Updates:    res.Updates(),
-		CRDs:       crdLines,
-	}
-	msg, err := update.CommitMessage(t, data)
+// commitMessage writes the message of a run's commit: message's text, then
+// one Uprev-Update trailer per policy update, which revert detection reads
+// back.
+func commitMessage(message messageFunc, res update.Result, crdLines []string) (string, error) {
+	msg, err := message(res, crdLines)
 	if err != nil {
-		return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+		return "", err
 	}
 	var b strings.Builder
 	b.WriteString(msg)
+	if !strings.HasSuffix(msg, "\n") {
+		b.WriteString("\n")
+	}
 	b.WriteString("\n")
-	for _, u := range data.Updates {
+	for _, u := range res.Updates() {
 		oldVersion, newVersion := u.Versions()
 		b.WriteString(guard.FormatUpdateTrailer(guard.Update{Policy: u.Policy.String(), Old: oldVersion, New: newVersion}))
 		b.WriteString("\n")
@@ -362,13 +418,13 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 	auto.Status = automationStatus(auto.Status, run, metav1.Now())
 	for _, d := range auto.Status.RefusedDowngrades {
 		if !slices.Contains(before, d) {
-			r.Events.Eventf(auto, nil, corev1.EventTypeWarning, "DowngradeRefused", "Update",
+			r.Events.Eventf(run.front.object, nil, corev1.EventTypeWarning, "DowngradeRefused", "Update",
 				"%s: %s stays at %s; the policy selects the lower %s (set spec.allowDowngrade to allow it)", d.File, d.Policy, d.Current, d.Selected)
 		}
 	}
 	if run.commit != "" {
 		r.pushes.pushed(ctx, auto.Spec.Git.URL, auto.PushBranch())
-		r.Events.Eventf(auto, nil, corev1.EventTypeNormal, pushedReason, "Push",
+		r.Events.Eventf(run.front.object, nil, corev1.EventTypeNormal, pushedReason, "Push",
 			"Pushed commit %s to %s: %s", shortSHA(run.commit), auto.PushBranch(), update.Subject(update.CommitData{Updates: run.result.Updates()}))
 		ctrl.LoggerFrom(ctx).Info("Pushed commit", "commit", run.commit, "branch", auto.PushBranch(), "changes", len(run.result.Changes))
 	}

@@ -204,13 +204,19 @@ func updateAutomation(t testing.TB, auto *uprevv1.UpdateAutomation, mutate func(
 	}).Should(Succeed())
 }
 
-// automationEvents returns the events recorded about the object name.
+// automationEvents returns the events recorded about the UpdateAutomation
+// name.
 func automationEvents(g Gomega, ns, name string) []eventsv1.Event {
+	return eventsAbout(g, ns, uprevv1.UpdateAutomationKind, name)
+}
+
+// eventsAbout returns the events recorded about the object of kind name.
+func eventsAbout(g Gomega, ns, kind, name string) []eventsv1.Event {
 	var list eventsv1.EventList
 	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 	var events []eventsv1.Event
 	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Regarding.Kind == uprevv1.UpdateAutomationKind {
+		if e.Regarding.Name == name && e.Regarding.Kind == kind {
 			events = append(events, e)
 		}
 	}

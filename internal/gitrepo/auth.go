@@ -31,6 +31,16 @@ type Remote struct {
 
 	auth     transport.AuthMethod
 	caBundle []byte
+	proxy    transport.ProxyOptions
+}
+
+// UseProxy sends the remote's traffic through the proxy at u (http://,
+// https:// or socks5://), with u's user info as the proxy's credentials.
+func (r *Remote) UseProxy(u *url.URL) {
+	password, _ := u.User.Password()
+	plain := *u
+	plain.User = nil
+	r.proxy = transport.ProxyOptions{URL: plain.String(), Username: u.User.Username(), Password: password}
 }
 
 // NewRemote returns the Remote for rawURL authenticated with the data of a

@@ -564,10 +564,11 @@ func (s *Session) fetchPushBranch(ctx context.Context, repo *git.Repository) err
 
 func (s *Session) fetchSpecs(ctx context.Context, repo *git.Repository, specs []config.RefSpec) error {
 	err := s.origin(repo).FetchContext(ctx, &git.FetchOptions{
-		RefSpecs: specs,
-		Auth:     s.remote.auth,
-		CABundle: s.remote.caBundle,
-		Tags:     git.NoTags,
+		RefSpecs:     specs,
+		Auth:         s.remote.auth,
+		CABundle:     s.remote.caBundle,
+		ProxyOptions: s.remote.proxy,
+		Tags:         git.NoTags,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return classify(err)

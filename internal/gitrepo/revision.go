@@ -223,11 +223,12 @@ func (s *Session) recloneRevision(ctx context.Context, t revisionTarget, why err
 // does not fetch.
 func (s *Session) fetchRevision(ctx context.Context, repo *git.Repository, t revisionTarget) error {
 	err := s.origin(repo).FetchContext(ctx, &git.FetchOptions{
-		RefSpecs: t.specs,
-		Auth:     s.remote.auth,
-		CABundle: s.remote.caBundle,
-		Tags:     git.NoTags,
-		Prune:    true,
+		RefSpecs:     t.specs,
+		Auth:         s.remote.auth,
+		CABundle:     s.remote.caBundle,
+		ProxyOptions: s.remote.proxy,
+		Tags:         git.NoTags,
+		Prune:        true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return classify(err)

@@ -40,6 +40,12 @@ type WriteBackOptions struct {
 	Signer *Signer
 	// MaxAttempts bounds the pushes; zero means DefaultPushAttempts.
 	MaxAttempts int
+	// PushOptions are sent to the server with each push (git push -o).
+	PushOptions map[string]string
+	// AlsoPushTo, when set, is a ref (such as refs/for/main, for Gerrit)
+	// the pushed commit is pushed to as well, once it is on the push
+	// branch; never forced.
+	AlsoPushTo string
 }
 
 // WriteBack lets edit change the working tree and, when it changed
@@ -77,9 +83,12 @@ func (s *Session) WriteBack(ctx context.Context, opts WriteBackOptions, edit Edi
 		if err != nil || commit.IsZero() {
 			return "", err
 		}
-		err = s.push(ctx, commit)
+		err = s.push(ctx, commit, plumbing.NewBranchReferenceName(s.pushBranch), opts.PushOptions)
 		if err == nil {
-			return commit.String(), s.pushed(commit)
+			if err := s.pushed(commit); err != nil {
+				return commit.String(), err
+			}
+			return commit.String(), s.alsoPush(ctx, commit, opts)
 		}
 		if isRemoteError(err) || ctx.Err() != nil {
 			return "", fmt.Errorf("pushing to branch %q: %w", s.pushBranch, err)
@@ -358,14 +367,28 @@ func (s *Session) pushed(commit plumbing.Hash) error {
 	return nil
 }
 
-// push pushes commit to the push branch, without force.
-func (s *Session) push(ctx context.Context, commit plumbing.Hash) error {
-	spec := config.RefSpec(fmt.Sprintf("%s:%s", commit, plumbing.NewBranchReferenceName(s.pushBranch)))
+// push pushes commit to ref, without force.
+func (s *Session) push(ctx context.Context, commit plumbing.Hash, ref plumbing.ReferenceName, options map[string]string) error {
+	spec := config.RefSpec(fmt.Sprintf("%s:%s", commit, ref))
 	err := s.origin(s.repo).PushContext(ctx, &git.PushOptions{
-		RemoteName: s.clone.name,
-		RefSpecs:   []config.RefSpec{spec},
-		Auth:       s.remote.auth,
-		CABundle:   s.remote.caBundle,
+		RemoteName:   s.clone.name,
+		RefSpecs:     []config.RefSpec{spec},
+		Auth:         s.remote.auth,
+		CABundle:     s.remote.caBundle,
+		Options:      options,
+		ProxyOptions: s.remote.proxy,
 	})
 	return classify(err)
+}
+
+// alsoPush pushes the commit, now on the push branch, to opts.AlsoPushTo.
+func (s *Session) alsoPush(ctx context.Context, commit plumbing.Hash, opts WriteBackOptions) error {
+	if opts.AlsoPushTo == "" {
+		return nil
+	}
+	ref := plumbing.ReferenceName(opts.AlsoPushTo)
+	if err := s.push(ctx, commit, ref, opts.PushOptions); err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return fmt.Errorf("pushing %s to %s: %w", commit, ref, err)
+	}
+	return nil
 }

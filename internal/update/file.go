@@ -93,7 +93,7 @@ func (rw *rewriter) rewriteFile(file string, src []byte) fileResult {
 		}
 		k := unitKey{doc: st.doc, policy: st.marker.Policy}
 		c := Change{
-			File: file, Line: st.line, Policy: st.marker.Policy, Kind: st.marker.Kind,
+			File: file, Line: st.line, Object: st.object, Policy: st.marker.Policy, Kind: st.marker.Kind,
 			OldValue: st.value, NewValue: newValues[i],
 			Old:    documentRef(st.marker.Kind, st.value, olds[k]),
 			New:    documentRef(st.marker.Kind, newValues[i], news[k]),

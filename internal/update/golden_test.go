@@ -37,6 +37,7 @@ func TestRewriteMarkersGolden(t *testing.T) {
 				first := res.Changes[0]
 				g.Expect(first).To(Equal(update.Change{
 					File: "deployment.yaml", Line: 21,
+					Object:   update.Object{APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo"},
 					Policy:   update.PolicyKey{Namespace: "flux-system", Name: "podinfo"},
 					Kind:     update.KindImage,
 					OldValue: "ghcr.io/stefanprodan/podinfo:6.0.0",

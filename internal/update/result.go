@@ -25,6 +25,8 @@ type Change struct {
 	File string
 	// Line is the 1-based line of the value in the original file.
 	Line int
+	// Object is the Kubernetes object whose YAML document holds the value.
+	Object Object
 	// Policy is the policy the marker follows.
 	Policy PolicyKey
 	// Kind is the part of the reference the marker sets.
@@ -45,6 +47,13 @@ type Change struct {
 	// Latest is the policy's latest reference the change moves to, in
 	// full; a Guard checking holds compares its Tag.
 	Latest Ref
+}
+
+// Object identifies a Kubernetes object by the apiVersion, kind and
+// metadata of its YAML document; fields the document lacks (a
+// kustomization.yaml has no name) are empty.
+type Object struct {
+	APIVersion, Kind, Namespace, Name string
 }
 
 // String describes the change as file:line policy old --> new; an empty

@@ -19,6 +19,8 @@ type site struct {
 	marker Marker
 	// doc is the index of the YAML document holding the scalar.
 	doc int
+	// object identifies the Kubernetes object that document describes.
+	object Object
 	// line is the scalar's 1-based line.
 	line int
 	// start and end delimit the scalar's text in the file, quotes included,
@@ -44,6 +46,7 @@ type scanner struct {
 	defaultNamespace string
 	lineStarts       []int
 	doc              int
+	object           Object
 	sites            []site
 	errs             []lineError
 }
@@ -64,6 +67,7 @@ func scanMarkers(src []byte, defaultNamespace string) ([]site, []lineError) {
 		if err != nil {
 			return nil, []lineError{{err: fmt.Errorf("parsing YAML: %w", err)}}
 		}
+		s.object = objectOf(&doc)
 		s.visit(&doc, false, "")
 	}
 	return s.sites, s.errs
@@ -138,7 +142,7 @@ func (s *scanner) mark(n *yaml.Node, flow bool, comment string) {
 		return
 	}
 	s.sites = append(s.sites, site{
-		marker: m, doc: s.doc, line: n.Line,
+		marker: m, doc: s.doc, object: s.object, line: n.Line,
 		start: start, end: end, value: n.Value, style: n.Style &^ yaml.TaggedStyle, flow: flow,
 	})
 }
@@ -287,4 +291,44 @@ func (s *scanner) plainEnd(off int, value string, flow bool) (int, error) {
 		return 0, errors.New("plain value does not end where expected")
 	}
 	return end, nil
+}
+
+// objectOf reads the apiVersion, kind and metadata name and namespace of
+// a YAML document; those it does not hold (or holds as other than strings)
+// stay empty.
+func objectOf(doc *yaml.Node) Object {
+	var obj Object
+	if len(doc.Content) == 0 {
+		return obj
+	}
+	root := doc.Content[0]
+	obj.APIVersion = stringField(root, "apiVersion")
+	obj.Kind = stringField(root, "kind")
+	if md := field(root, "metadata"); md != nil {
+		obj.Name = stringField(md, "name")
+		obj.Namespace = stringField(md, "namespace")
+	}
+	return obj
+}
+
+// field returns the value of key in the mapping node n, nil when n is not
+// a mapping or has no such key.
+func field(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// stringField returns the string value of key in the mapping node n, or "".
+func stringField(n *yaml.Node, key string) string {
+	if v := field(n, key); v != nil && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+		return v.Value
+	}
+	return ""
 }

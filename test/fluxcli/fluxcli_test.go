@@ -1,7 +1,7 @@
 // Package fluxcli runs the real Flux CLI (bin/flux, built by
 // test/flux/build.sh; `make test` builds it) against uprev serving Flux's
-// ImageRepository and ImagePolicy, and shows that the commands people use
-// on them exit 0 and do what they say.
+// ImageRepository, ImagePolicy and ImageUpdateAutomation, and shows that
+// the commands people use on them exit 0 and do what they say.
 package fluxcli
 
 import (
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -149,8 +151,6 @@ spec:
 		g.Expect(out).To(MatchRegexp(`podinfo\s+\S+\s+False\s+True\s+successful scan: found 4 tags`))
 		out = flux.mustRun(t, "get", "image", "policy", "podinfo")
 		g.Expect(out).To(MatchRegexp(`podinfo\s+` + reg.Image("stefanprodan/podinfo") + `\s+5\.1\.1\s+True`))
-		// `get images all` lists the kinds whose CRDs are installed and
-		// passes over ImageUpdateAutomation, which uprev does not serve.
 		out = flux.mustRun(t, "get", "images", "all")
 		g.Expect(out).To(ContainSubstring("imagerepository/podinfo"))
 		g.Expect(out).To(MatchRegexp(`imagepolicy/podinfo\s+\S+\s+5\.1\.1\s+True`))
@@ -205,5 +205,138 @@ spec:
 		g.Expect(pol.Spec.Suspend).To(BeFalse())
 		g.Expect(pol.Status.ObservedGeneration).To(Equal(pol.Generation))
 		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.3"))
+	})
+}
+
+func TestFluxCLIOnImageUpdateAutomation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin := fluxBinary(t)
+	c := manager.StartCluster(t)
+	manager.Start(t, manager.Build(t), c.KubeConfigPath, t.TempDir(), "--controllers=image,automation")
+	reg := registry.Start(t)
+	reg.PushTags(t, "stefanprodan/podinfo", "5.0.0")
+	image := reg.Image("stefanprodan/podinfo")
+	git := gitserver.Start(t)
+	ns := "flux-system"
+	url := git.InitRepo(t, "fleet", "main", map[string]string{
+		"clusters/my-cluster/podinfo.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\nspec:\n  template:\n    spec:\n      containers:\n      - name: podinfo\n        image: " + image + ":5.0.0 # {\"$imagepolicy\": \"" + ns + ":podinfo\"}\n",
+	})
+	g.Expect(c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	flux := cli{bin: bin, kubeconfig: c.KubeConfigPath, namespace: ns}
+
+	// As Flux's docs write them.
+	for _, doc := range []string{`apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  image: ` + image + `
+  interval: 1h
+`, `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  imageRepositoryRef:
+    name: podinfo
+  policy:
+    semver:
+      range: 5.x
+`, `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m0s
+  ref:
+    branch: main
+  url: ` + url + `
+`, `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageUpdateAutomation
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1h
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  git:
+    checkout:
+      ref:
+        branch: main
+    commit:
+      author:
+        email: fluxcdbot@users.noreply.github.com
+        name: fluxcdbot
+    push:
+      branch: main
+  update:
+    path: ./clusters/my-cluster
+    strategy: Setters
+`} {
+		createFromYAML(t, c.Client, doc)
+	}
+	key := client.ObjectKey{Namespace: ns, Name: "flux-system"}
+	auto := &iacv1.ImageUpdateAutomation{}
+	getAuto := func(g Gomega) *iacv1.ImageUpdateAutomation {
+		g.Expect(c.Client.Get(ctx, key, auto)).To(Succeed())
+		return auto
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.IsReady(getAuto(g))).To(BeTrue())
+	}).WithTimeout(time.Minute).Should(Succeed())
+
+	t.Run("get", func(t *testing.T) {
+		g := NewWithT(t)
+		out := flux.mustRun(t, "get", "image", "update")
+		g.Expect(out).To(MatchRegexp(`flux-system\s+\S+\s+False\s+True\s+no change`))
+		out = flux.mustRun(t, "get", "images", "all")
+		g.Expect(out).To(MatchRegexp(`imageupdateautomation/flux-system\s+\S+\s+False\s+True`))
+		g.Expect(out).To(MatchRegexp(`imagepolicy/podinfo\s+\S+\s+5\.0\.0\s+True`))
+	})
+
+	t.Run("reconcile", func(t *testing.T) {
+		g := NewWithT(t)
+		reg.PushTags(t, "stefanprodan/podinfo", "5.1.0")
+		flux.mustRun(t, "reconcile", "image", "repository", "podinfo")
+		flux.mustRun(t, "reconcile", "image", "policy", "podinfo")
+		// The policy's new tag starts a run by itself; a requested one
+		// returns when uprev has handled it, the commit pushed by then.
+		out := flux.mustRun(t, "reconcile", "image", "update", "flux-system")
+		g.Expect(out).To(MatchRegexp(`✔ (pushed [0-9a-f]{10} to main|no change: nothing new since main@sha1:[0-9a-f]{40})`))
+		g.Eventually(func(g Gomega) {
+			g.Expect(getAuto(g).Status.LastPushCommit).NotTo(BeEmpty())
+		}).Should(Succeed())
+		g.Expect(auto.Status.LastHandledReconcileAt).NotTo(BeEmpty())
+		g.Expect(git.ReadFile(t, "fleet", "main", "clusters/my-cluster/podinfo.yaml")).To(ContainSubstring(image + ":5.1.0 #"))
+	})
+
+	t.Run("suspend and resume", func(t *testing.T) {
+		g := NewWithT(t)
+		flux.mustRun(t, "suspend", "image", "update", "flux-system")
+		g.Expect(getAuto(g).Spec.Suspend).To(BeTrue())
+		g.Expect(flux.mustRun(t, "get", "image", "update")).To(MatchRegexp(`flux-system\s+\S+\s+True\s+True`))
+		pushed := auto.Status.LastPushCommit
+
+		// Suspended, a new tag is not written.
+		reg.PushTags(t, "stefanprodan/podinfo", "5.2.0")
+		flux.mustRun(t, "reconcile", "image", "repository", "podinfo")
+		flux.mustRun(t, "reconcile", "image", "policy", "podinfo")
+		g.Consistently(func(g Gomega) {
+			g.Expect(getAuto(g).Status.LastPushCommit).To(Equal(pushed))
+		}, "2s").Should(Succeed())
+
+		// Resumed, it is.
+		flux.mustRun(t, "resume", "image", "update", "flux-system")
+		g.Expect(getAuto(g).Spec.Suspend).To(BeFalse())
+		g.Eventually(func(g Gomega) {
+			g.Expect(getAuto(g).Status.LastPushCommit).NotTo(Equal(pushed))
+		}).Should(Succeed())
+		g.Expect(git.ReadFile(t, "fleet", "main", "clusters/my-cluster/podinfo.yaml")).To(ContainSubstring(image + ":5.2.0 #"))
 	})
 }

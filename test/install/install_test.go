@@ -101,6 +101,7 @@ func TestInstallDefault(t *testing.T) {
 		g.Expect(names).To(ConsistOf(
 			"imagerepositories.image.toolkit.fluxcd.io",
 			"imagepolicies.image.toolkit.fluxcd.io",
+			"imageupdateautomations.image.toolkit.fluxcd.io",
 			"updateautomations.uprev.dev",
 			"syncs.uprev.dev",
 		))

@@ -65,16 +65,16 @@ func TestApplyRoleIsSeparate(t *testing.T) {
 	g.Expect(apply.AggregationRule.ClusterRoleSelectors).To(ConsistOf(
 		HaveField("MatchLabels", HaveKeyWithValue("rbac.uprev.dev/aggregate-to-sync-apply", "true"))))
 
-	// uprev's own kinds are patched for their finalizers, never created
-	// or deleted.
+	// The automations and Syncs it reconciles are patched for their
+	// finalizers, never created or deleted.
 	writes := []string{"create", "update", "patch", "delete", "deletecollection"}
 	for _, rule := range roles["uprev-manager"].Rules {
 		for _, res := range rule.Resources {
 			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return slices.Contains(writes, v) }) {
-				g.Expect(res).To(Or(HaveSuffix("/status"), Equal("events"), BeElementOf("syncs", "updateautomations")),
+				g.Expect(res).To(Or(HaveSuffix("/status"), Equal("events"), BeElementOf("syncs", "updateautomations", "imageupdateautomations")),
 					"uprev-manager writes %s (verbs %v); writes outside status and events belong in uprev-sync-apply", res, rule.Verbs)
 			}
-			if res == "syncs" || res == "updateautomations" {
+			if slices.Contains([]string{"syncs", "updateautomations", "imageupdateautomations"}, res) {
 				g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("create", "delete")), "%s are never created or deleted by uprev", res)
 			}
 		}

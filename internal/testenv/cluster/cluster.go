@@ -1,6 +1,6 @@
 // Package cluster starts real Kubernetes control planes (kube-apiserver and
 // etcd, built from the Go module proxy by test/controlplane) for tests, with
-// uprev's CRDs and Flux's image CRDs installed.
+// uprev's CRDs, Flux's image CRDs and Flux's GitRepository CRD installed.
 package cluster
 
 import (
@@ -37,10 +37,13 @@ func AssetsDir() string {
 	return filepath.Join(repoRoot(), "bin", "k8s")
 }
 
-// Start starts a control plane with the project's CRDs installed. It fails,
-// saying how to build them, when the control-plane binaries are missing.
+// Start starts a control plane with the project's CRDs installed, and
+// Flux's GitRepository CRD, as on a cluster with source-controller. It
+// fails, saying how to build them, when the control-plane binaries are
+// missing.
 func Start() (*Cluster, error) {
-	return start([]string{filepath.Join(repoRoot(), "config", "crd", "bases")})
+	crds := filepath.Join(repoRoot(), "config", "crd")
+	return start([]string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository")})
 }
 
 // StartEmpty starts a control plane with no CRDs installed, as a new
