@@ -2,7 +2,7 @@ package controllers
 
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imageupdateautomations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imageupdateautomations/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get
+// +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -59,18 +60,48 @@ type ImageUpdateAutomationReconciler struct {
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
+// When the GitRepository CRD is installed as the manager starts, a changed
+// GitRepository spec runs the automations that read it at once, as in
+// Flux; without it, they run at their interval and report the missing CRD.
 func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = mgr.GetClient()
 	r.APIReader = mgr.GetAPIReader()
 	r.Events = mgr.GetEventRecorder("uprev-image-update-automation")
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&iacv1.ImageUpdateAutomation{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&imagev1.ImagePolicy{},
 			handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
-			builder.WithPredicates(latestRefChangedPredicate{})).
-		WithOptions(opts).
-		Complete(r)
+			builder.WithPredicates(latestRefChangedPredicate{}))
+	gitRepository := schema.GroupKind{Group: sourcev1.GroupVersion.Group, Kind: sourcev1.GitRepositoryKind}
+	if _, err := mgr.GetRESTMapper().RESTMapping(gitRepository, sourcev1.GroupVersion.Version); err == nil {
+		b = b.Watches(&sourcev1.GitRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.automationsOfSource),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	return b.WithOptions(opts).Complete(r)
+}
+
+// automationsOfSource maps a GitRepository to the automations whose
+// sourceRef names it.
+func (r *ImageUpdateAutomationReconciler) automationsOfSource(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list iacv1.ImageUpdateAutomationList
+	if err := r.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing image update automations of a GitRepository")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, a := range list.Items {
+		ref := a.Spec.SourceRef
+		ns := ref.Namespace
+		if ns == "" {
+			ns = a.Namespace
+		}
+		if ref.Name == obj.GetName() && ns == obj.GetNamespace() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
+		}
+	}
+	return reqs
 }
 
 // automationsOfPolicy maps an ImagePolicy to the automations of its
