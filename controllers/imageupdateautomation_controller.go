@@ -148,8 +148,11 @@ func (r *ImageUpdateAutomationReconciler) Reconcile(ctx context.Context, req ctr
 			return outcome{err: err}
 		}
 		run.progress = progress
+		run.front.statusChanged = func(st uprevv1.UpdateAutomationStatus) { obj.Status = fluxStatus(obj.Status, st) }
 		err = r.Engine.reconcile(ctx, run)
-		obj.Status = fluxStatus(obj.Status, run.auto.Status, err == nil, start)
+		if err == nil {
+			obj.Status.LastAutomationRunTime = &start
+		}
 		r.engineStatus.Store(req.NamespacedName, run.auto.Status)
 		return outcome{err: err, message: run.summary(), requeueAfter: obj.Spec.Interval.Duration}
 	})
@@ -328,17 +331,13 @@ func fluxMessage(obj *iacv1.ImageUpdateAutomation) (messageFunc, error) {
 }
 
 // fluxStatus returns the Flux status a run leaves, from the status the
-// engine computed: the observations of the run, and, when it went through
-// to the end, its time.
-func fluxStatus(prev iacv1.ImageUpdateAutomationStatus, engine uprevv1.UpdateAutomationStatus, completed bool, start metav1.Time) iacv1.ImageUpdateAutomationStatus {
+// engine computed.
+func fluxStatus(prev iacv1.ImageUpdateAutomationStatus, engine uprevv1.UpdateAutomationStatus) iacv1.ImageUpdateAutomationStatus {
 	st := *prev.DeepCopy()
 	st.LastPushCommit = engine.LastPushCommit
 	st.LastPushTime = engine.LastPushTime
 	st.ObservedSourceRevision = engine.ObservedSourceRevision
 	st.ObservedPolicies = fluxImageRefs(engine.ObservedPolicies)
-	if completed {
-		st.LastAutomationRunTime = &start
-	}
 	return st
 }
 

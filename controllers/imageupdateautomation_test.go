@@ -12,10 +12,12 @@ import (
 	"testing"
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
+	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -196,6 +198,17 @@ func TestImageUpdateAutomationWritesWhatFluxWrites(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventNotes(eventsAbout(g, f.ns, iacv1.ImageUpdateAutomationKind, auto.Name))).To(ContainElement(HavePrefix("Normal Pushed: Pushed commit " + shortSHA(st.LastPushCommit))))
 	}).Should(Succeed())
+	// Flux's Alerts get it, with the commit where Flux's Git commit status
+	// providers read it.
+	g.Eventually(func() []eventv1.Event {
+		return notificationController.about(iacv1.ImageUpdateAutomationKind, auto)
+	}).Should(ContainElement(gstruct.MatchFields(gstruct.IgnoreExtras, gstruct.Fields{
+		"Reason": Equal("Pushed"),
+		"Metadata": Equal(map[string]string{
+			"image.toolkit.fluxcd.io/commit":   st.LastPushCommit,
+			"image.toolkit.fluxcd.io/revision": "main@sha1:" + st.LastPushCommit,
+		}),
+	})))
 
 	// A person reverts it: the revert stays, and the Ready message says so.
 	revert := f.git.Revert(t, fleetRepo, "main", st.LastPushCommit)

@@ -154,6 +154,9 @@ type automationFront struct {
 	// gitrepo.WriteBackOptions).
 	pushOptions map[string]string
 	alsoPushTo  string
+	// statusChanged, when set, hears of the status the run leaves before
+	// its events are recorded, so that the object served carries it then.
+	statusChanged func(uprevv1.UpdateAutomationStatus)
 }
 
 // messageFunc writes the message of a commit that made res and the CRD
@@ -416,6 +419,9 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 	auto := run.auto
 	before := auto.Status.RefusedDowngrades
 	auto.Status = automationStatus(auto.Status, run, metav1.Now())
+	if run.front.statusChanged != nil {
+		run.front.statusChanged(auto.Status)
+	}
 	for _, d := range auto.Status.RefusedDowngrades {
 		if !slices.Contains(before, d) {
 			r.Events.Eventf(run.front.object, nil, corev1.EventTypeWarning, "DowngradeRefused", "Update",
