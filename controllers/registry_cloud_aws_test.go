@@ -7,11 +7,13 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,6 +47,15 @@ func (s *awsSTS) issued(accessKeyID string) bool {
 	return s.keys[accessKeyID]
 }
 
+// issue hands out a new access key ID.
+func (s *awsSTS) issue() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := fmt.Sprintf("ASIATEST%08d", len(s.keys)+1)
+	s.keys[key] = true
+	return key
+}
+
 // ServeHTTP implements http.Handler.
 func (s *awsSTS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("Action") != "AssumeRoleWithWebIdentity" {
@@ -56,10 +67,7 @@ func (s *awsSTS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprint(w, `<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>Not authorized to perform sts:AssumeRoleWithWebIdentity</Message></Error></ErrorResponse>`)
 		return
 	}
-	s.mu.Lock()
-	key := fmt.Sprintf("ASIATEST%08d", len(s.keys)+1)
-	s.keys[key] = true
-	s.mu.Unlock()
+	key := s.issue()
 	type credentials struct {
 		AccessKeyID     string `xml:"AccessKeyId"`
 		SecretAccessKey string
@@ -245,4 +253,67 @@ func TestRefusedWebIdentityIsReportedWithoutTheToken(t *testing.T) {
 		g.Expect(c.Message).NotTo(ContainSubstring("projected-sa-jwt"))
 		g.Expect(conditions.IsStalled(repo)).To(BeFalse(), "a refused identity is retried")
 	}).Should(Succeed())
+}
+
+// eksPodIdentityAgent stands in for the EKS Pod Identity Agent's
+// credentials endpoint, as the AWS SDKs' container credential provider
+// calls it (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html):
+// a GET to AWS_CONTAINER_CREDENTIALS_FULL_URI with the pod's projected
+// token, read from AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE, as its
+// Authorization header, answered with temporary credentials in JSON. The
+// credentials it hands out are the ones ECR then accepts.
+type eksPodIdentityAgent struct {
+	sts   *awsSTS
+	token string
+	calls atomic.Int64
+}
+
+// ServeHTTP implements http.Handler.
+func (a *eksPodIdentityAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.calls.Add(1)
+	if r.Method != http.MethodGet || r.Header.Get("Authorization") != a.token {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprint(w, `{"code":"AccessDeniedException","message":"The token is not valid"}`)
+		return
+	}
+	key := a.sts.issue()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{
+		"AccessKeyId": key, "SecretAccessKey": "secret-" + key, "Token": "session-" + key,
+		"AccountId":  "123456789012",
+		"Expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+	})
+}
+
+func TestEKSPodIdentityScansWithAnECRToken(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/pod-identity", "1.0.0", "1.1.0")
+	front := newTokenRegistry(reg.Host())
+	sts := &awsSTS{keys: map[string]bool{}, accept: func(string, string) bool { return false }}
+	ecr := &awsECR{sts: sts, registry: front}
+	agent := &eksPodIdentityAgent{sts: sts, token: "eks-pod-identity-token"}
+	endpoint := httptest.NewServer(agent)
+	t.Cleanup(endpoint.Close)
+
+	// What EKS injects into a pod whose service account has a Pod Identity
+	// association; no web identity.
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "eks-pod-identity-token")
+	g.Expect(os.WriteFile(tokenFile, []byte(agent.token), 0o600)).To(Succeed())
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", endpoint.URL+"/v1/credentials")
+	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", tokenFile)
+	t.Setenv("AWS_ROLE_ARN", "")
+	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CA_BUNDLE", "")
+
+	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/pod-identity", "aws")
+	waitForCloudScan(t, repo, 2)
+	g.Expect(front.refused()).To(BeZero())
+	g.Expect(agent.calls.Load()).To(BeNumerically(">=", 1), "the credentials came from the Pod Identity Agent")
 }
