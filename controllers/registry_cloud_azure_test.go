@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -11,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/auth"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -30,9 +35,11 @@ const (
 // the tenant's OpenID configuration, and a token endpoint that takes the
 // federated token as client_assertion.
 type entraID struct {
-	federatedToken string
-	mu             sync.Mutex
-	tokens         map[string]bool // access tokens handed out
+	// accept tells whether the app clientID may sign in with the
+	// federated token assertion.
+	accept func(clientID, assertion string) bool
+	mu     sync.Mutex
+	tokens map[string]bool // access tokens handed out
 }
 
 // issued tells whether the access token was handed out.
@@ -61,8 +68,7 @@ func (e *entraID) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"issuer":                 base + "/v2.0",
 		})
 	case "/" + azureTenant + "/oauth2/v2.0/token":
-		if err := r.ParseForm(); err != nil || r.PostForm.Get("client_assertion") != e.federatedToken ||
-			r.PostForm.Get("client_id") != azureClient {
+		if err := r.ParseForm(); err != nil || !e.accept(r.PostForm.Get("client_id"), r.PostForm.Get("client_assertion")) {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = fmt.Fprint(w, `{"error":"invalid_client","error_description":"AADSTS700213: No matching federated identity record found."}`)
 			return
@@ -107,12 +113,15 @@ func TestAzureWorkloadIdentityScansWithAnACRToken(t *testing.T) {
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/web", "1.0.0", "1.2.0")
 	front := newTokenRegistry(reg.Host())
-	entra := &entraID{federatedToken: "projected-sa-jwt", tokens: map[string]bool{}}
+	const federatedToken = "projected-sa-jwt"
+	entra := &entraID{tokens: map[string]bool{}, accept: func(clientID, assertion string) bool {
+		return clientID == azureClient && assertion == federatedToken
+	}}
 
 	// What Azure Workload Identity's webhook injects into the controller's pod.
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "azure-identity-token")
-	g.Expect(os.WriteFile(tokenFile, []byte(entra.federatedToken), 0o600)).To(Succeed())
+	g.Expect(os.WriteFile(tokenFile, []byte(federatedToken), 0o600)).To(Succeed())
 	t.Setenv("AZURE_CLIENT_ID", azureClient)
 	t.Setenv("AZURE_TENANT_ID", azureTenant)
 	t.Setenv("AZURE_FEDERATED_TOKEN_FILE", tokenFile)
@@ -123,6 +132,40 @@ func TestAzureWorkloadIdentityScansWithAnACRToken(t *testing.T) {
 		entraHostname: entra,
 	})
 	repo := newCloudRepository(t, ns, cloud, acrRegistry+"/acme/web", "azure")
+	waitForCloudScan(t, repo, 2)
+	g.Expect(front.refused()).To(BeZero())
+}
+
+func TestObjectLevelAzureIdentityScansAsTheObjectsServiceAccount(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/tenant", "1.0.0", "1.1.0")
+	front := newTokenRegistry(reg.Host())
+	const tenantApp = "00000000-0000-0000-0000-0000000a11ce"
+	// The app's federated credential names the tenant's service account,
+	// with Azure Workload Identity's audience; the controller has no
+	// identity of its own.
+	entra := &entraID{tokens: map[string]bool{}, accept: func(clientID, assertion string) bool {
+		return clientID == tenantApp && serviceAccountTokenFor(assertion, ns, "acr-puller", "api://AzureADTokenExchange")
+	}}
+	t.Setenv("AZURE_AUTHORITY_HOST", "https://"+entraHostname+"/")
+	g.Expect(k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "acr-puller", Annotations: map[string]string{
+			"azure.workload.identity/client-id": tenantApp,
+			"azure.workload.identity/tenant-id": azureTenant,
+		},
+	}})).To(Succeed())
+	auth.EnableObjectLevelWorkloadIdentity()
+	t.Cleanup(auth.DisableObjectLevelWorkloadIdentity)
+
+	cloud := newCloudNet(t, map[string]http.Handler{
+		acrRegistry:   acrExchange(entra, front),
+		entraHostname: entra,
+	})
+	repo := newCloudRepository(t, ns, cloud, acrRegistry+"/acme/tenant", "azure", func(r *imagev1.ImageRepository) {
+		r.Spec.ServiceAccountName = "acr-puller"
+	})
 	waitForCloudScan(t, repo, 2)
 	g.Expect(front.refused()).To(BeZero())
 }
