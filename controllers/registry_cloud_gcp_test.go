@@ -12,8 +12,10 @@ import (
 	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/auth"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,4 +174,72 @@ func TestCRDBundleReadsAChartWithCloudIdentity(t *testing.T) {
 	g.Expect(f.readFile("main", "clusters/agent/crds/agents.example.com.yaml")).To(ContainSubstring("release 1.0.0"))
 	g.Expect(front.refused()).To(BeZero(), "every read carried a token the stand-in issued")
 	g.Expect(metadata.tokens()).To(BeNumerically(">", 0))
+}
+
+// googleSTS stands in for Google's Security Token Service token exchange
+// (https://cloud.google.com/iam/docs/reference/sts/rest/v1/TopLevel/token):
+// a form POST of an RFC 8693 token exchange, whose subject token is the
+// workload's OIDC token for the workload identity provider's audience,
+// answered with a federated access token. issue is told of each token it
+// hands out.
+type googleSTS struct {
+	accept func(audience, subjectToken string) bool
+	issue  func(token string, expiry time.Time)
+	mu     sync.Mutex
+	issued int
+}
+
+// ServeHTTP implements http.Handler.
+func (s *googleSTS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Path != "/v1/token" || r.ParseForm() != nil ||
+		r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" ||
+		r.PostForm.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:jwt" ||
+		!s.accept(r.PostForm.Get("audience"), r.PostForm.Get("subject_token")) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprint(w, `{"error":"invalid_grant","error_description":"The audience in ID Token does not match the expected audience."}`)
+		return
+	}
+	s.mu.Lock()
+	s.issued++
+	token := fmt.Sprintf("ya29.federated-%d", s.issued)
+	s.mu.Unlock()
+	s.issue(token, time.Now().Add(time.Hour))
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"access_token":      token,
+		"issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+		"token_type":        "Bearer",
+		"expires_in":        3600,
+	})
+}
+
+func TestObjectLevelGCPIdentityScansAsTheObjectsServiceAccount(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme-project/apps/web", "1.0.0", "1.1.0")
+	front := newTokenRegistry(reg.Host())
+	const provider = "projects/123456789/locations/global/workloadIdentityPools/fleet/providers/cluster"
+	sts := &googleSTS{
+		accept: func(audience, token string) bool {
+			return audience == "//iam.googleapis.com/"+provider && serviceAccountTokenFor(token, ns, "gar-reader", "//iam.googleapis.com/"+provider)
+		},
+		issue: func(token string, expiry time.Time) { front.issue("oauth2accesstoken", token, expiry) },
+	}
+	// The controller's own identity (the metadata server) is not used.
+	metadata := &gceMetadata{lifetime: time.Hour, issue: func(string, time.Time) {}}
+	startGCEMetadata(t, metadata)
+	g.Expect(k8s.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: "gar-reader", Annotations: map[string]string{"gcp.auth.fluxcd.io/workload-identity-provider": provider},
+	}})).To(Succeed())
+	auth.EnableObjectLevelWorkloadIdentity()
+	t.Cleanup(auth.DisableObjectLevelWorkloadIdentity)
+
+	cloud := newCloudNet(t, map[string]http.Handler{"europe-docker.pkg.dev": front, "sts.googleapis.com": sts})
+	repo := newCloudRepository(t, ns, cloud, gcpImage, "gcp", func(r *imagev1.ImageRepository) {
+		r.Spec.ServiceAccountName = "gar-reader"
+	})
+	waitForCloudScan(t, repo, 2)
+	g.Expect(front.refused()).To(BeZero())
+	g.Expect(metadata.tokens()).To(BeZero())
 }
