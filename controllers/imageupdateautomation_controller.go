@@ -68,8 +68,10 @@ func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opt
 	r.APIReader = mgr.GetAPIReader()
 	r.Events = mgr.GetEventRecorder("uprev-image-update-automation")
 	b := ctrl.NewControllerManagedBy(mgr).
+		// Annotations too, so that releasing a hold (uprev.dev/release-holds)
+		// takes effect at once, as on an UpdateAutomation.
 		For(&iacv1.ImageUpdateAutomation{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&imagev1.ImagePolicy{},
 			handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
 			builder.WithPredicates(latestRefChangedPredicate{}))

@@ -217,6 +217,17 @@ func TestImageUpdateAutomationWritesWhatFluxWrites(t *testing.T) {
 	g.Expect(conditions.IsReady(auto)).To(BeTrue())
 	g.Expect(conditions.GetMessage(auto, meta.ReadyCondition)).To(HaveSuffix("1 held"))
 
+	// Releasing the hold with uprev's annotation writes the version again.
+	g.Eventually(func() error {
+		getFluxAutomation(g, auto)
+		auto.Annotations = map[string]string{uprevv1.HoldReleaseAnnotation: f.ns + "/agent 1.1.0"}
+		return k8s.Update(context.Background(), auto)
+	}).Should(Succeed())
+	st = waitForFluxPush(t, auto, st.LastPushCommit)
+	g.Expect(f.tip("main")).To(Equal(st.LastPushCommit))
+	g.Expect(f.readFile("main", "clusters/my-cluster/agent.yaml")).To(ContainSubstring(f.image + ":1.1.0 #"))
+	tip := st.LastPushCommit
+
 	// Suspended, it does not run; deleted, it is released.
 	g.Eventually(func() error {
 		getFluxAutomation(g, auto)
@@ -226,7 +237,7 @@ func TestImageUpdateAutomationWritesWhatFluxWrites(t *testing.T) {
 	f.pushTag("1.2.0")
 	requestReconcile(t, auto)
 	g.Consistently(func(g Gomega) {
-		g.Expect(f.tip("main")).To(Equal(revert))
+		g.Expect(f.tip("main")).To(Equal(tip))
 	}, "2s").Should(Succeed())
 	g.Expect(k8s.Delete(context.Background(), auto)).To(Succeed())
 	g.Eventually(func() bool {
