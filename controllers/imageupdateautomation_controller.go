@@ -5,6 +5,7 @@ package controllers
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories,verbs=get;list;watch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,18 +92,10 @@ func (r *ImageUpdateAutomationReconciler) automationsOfSource(ctx context.Contex
 		ctrl.LoggerFrom(ctx).Error(err, "Listing image update automations of a GitRepository")
 		return nil
 	}
-	var reqs []reconcile.Request
-	for _, a := range list.Items {
+	return requestsFor(list.Items, func(a *iacv1.ImageUpdateAutomation) bool {
 		ref := a.Spec.SourceRef
-		ns := ref.Namespace
-		if ns == "" {
-			ns = a.Namespace
-		}
-		if ref.Name == obj.GetName() && ns == obj.GetNamespace() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
-		}
-	}
-	return reqs
+		return ref.Name == obj.GetName() && cmp.Or(ref.Namespace, a.Namespace) == obj.GetNamespace()
+	})
 }
 
 // automationsOfPolicy maps an ImagePolicy to the automations of its
@@ -114,14 +106,9 @@ func (r *ImageUpdateAutomationReconciler) automationsOfPolicy(ctx context.Contex
 		ctrl.LoggerFrom(ctx).Error(err, "Listing image update automations of a policy")
 		return nil
 	}
-	var reqs []reconcile.Request
-	for _, a := range list.Items {
-		sel, err := selectorOrEverything(a.Spec.PolicySelector)
-		if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
-		}
-	}
-	return reqs
+	return requestsFor(list.Items, func(a *iacv1.ImageUpdateAutomation) bool {
+		return selects(a.Spec.PolicySelector, obj)
+	})
 }
 
 // Reconcile runs one ImageUpdateAutomation.

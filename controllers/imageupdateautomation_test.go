@@ -2,13 +2,9 @@ package controllers
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
@@ -26,6 +22,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
+	testproxy "github.com/uprev-dev/uprev/internal/testenv/proxy"
 )
 
 // fluxGitRepository is a GitRepository as Flux's docs write it
@@ -331,21 +328,7 @@ func TestImageUpdateAutomationUsesTheGitRepositoryProxy(t *testing.T) {
 	f := newAutomationFixture(t, []string{"1.0.0", "1.1.0"}, map[string]string{
 		"clusters/my-cluster/agent.yaml": agentDeployment,
 	}, gitserver.WithBasicAuth("flux", "s3cret"))
-	// A forward proxy that wants its own credentials and counts what it
-	// passes on.
-	var proxied atomic.Int64
-	forward := &httputil.ReverseProxy{Rewrite: func(*httputil.ProxyRequest) {}}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		probe := &http.Request{Header: http.Header{"Authorization": req.Header["Proxy-Authorization"]}}
-		if user, pass, ok := probe.BasicAuth(); !ok || user != "proxy-bot" || pass != "proxy-pa55" {
-			w.Header().Set("Proxy-Authenticate", `Basic realm="proxy"`)
-			http.Error(w, "proxy authentication required", http.StatusProxyAuthRequired)
-			return
-		}
-		proxied.Add(1)
-		forward.ServeHTTP(w, req)
-	}))
-	t.Cleanup(proxy.Close)
+	proxy := testproxy.Start(t, "proxy-bot", "proxy-pa55")
 	g.Expect(k8s.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "proxy"},
 		StringData: map[string]string{"address": proxy.URL, "username": "proxy-bot", "password": "proxy-pa55"},
@@ -357,7 +340,7 @@ func TestImageUpdateAutomationUsesTheGitRepositoryProxy(t *testing.T) {
 
 	st := waitForFluxPush(t, auto, "")
 	g.Expect(f.tip("main")).To(Equal(st.LastPushCommit))
-	g.Expect(proxied.Load()).To(BeNumerically(">=", 2), "the fetch and the push went through the proxy")
+	g.Expect(proxy.Forwarded()).To(BeNumerically(">=", 2), "the fetch and the push went through the proxy")
 }
 
 func TestFluxAutomationReadsTheGitRepository(t *testing.T) {

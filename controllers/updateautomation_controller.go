@@ -83,11 +83,28 @@ func (r *UpdateAutomationReconciler) automationsOfPolicy(ctx context.Context, ob
 		ctrl.LoggerFrom(ctx).Error(err, "Listing update automations of a policy")
 		return nil
 	}
+	return requestsFor(list.Items, func(a *uprevv1.UpdateAutomation) bool {
+		return selects(a.Spec.PolicySelector, obj)
+	})
+}
+
+// selects tells whether a policy selector (nil: all) matches the labels of
+// policy; an invalid selector matches none.
+func selects(sel *metav1.LabelSelector, policy client.Object) bool {
+	s, err := selectorOrEverything(sel)
+	return err == nil && s.Matches(labels.Set(policy.GetLabels()))
+}
+
+// requestsFor returns a reconcile request for each of items that wants
+// says is concerned.
+func requestsFor[T any, P interface {
+	*T
+	client.Object
+}](items []T, wants func(P) bool) []reconcile.Request {
 	var reqs []reconcile.Request
-	for _, a := range list.Items {
-		sel, err := policySelector(&a)
-		if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
+	for i := range items {
+		if obj := P(&items[i]); wants(obj) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
 		}
 	}
 	return reqs

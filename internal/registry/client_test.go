@@ -2,16 +2,13 @@ package registry
 
 import (
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"slices"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	. "github.com/onsi/gomega"
 
+	testproxy "github.com/uprev-dev/uprev/internal/testenv/proxy"
 	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -202,23 +199,7 @@ func TestTLS(t *testing.T) {
 func TestProxy(t *testing.T) {
 	r := testregistry.Start(t)
 	r.PushTags(t, "acme/agent", "1.0.0")
-	var proxied atomic.Int64
-	forward := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {}}
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodConnect {
-			http.Error(w, "no CONNECT here", http.StatusMethodNotAllowed)
-			return
-		}
-		probe := &http.Request{Header: http.Header{"Authorization": req.Header["Proxy-Authorization"]}}
-		if user, pass, ok := probe.BasicAuth(); !ok || user != "proxy-bot" || pass != "proxy-pa55" {
-			w.Header().Set("Proxy-Authenticate", `Basic realm="proxy"`)
-			http.Error(w, "proxy authentication required", http.StatusProxyAuthRequired)
-			return
-		}
-		proxied.Add(1)
-		forward.ServeHTTP(w, req)
-	}))
-	t.Cleanup(proxy.Close)
+	proxy := testproxy.Start(t, "proxy-bot", "proxy-pa55")
 
 	t.Run("through the proxy", func(t *testing.T) {
 		g := NewWithT(t)
@@ -228,7 +209,7 @@ func TestProxy(t *testing.T) {
 		tags, err := c.ListTags(t.Context(), r.Image("acme/agent"))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(tags).To(Equal([]string{"1.0.0"}))
-		g.Expect(proxied.Load()).To(BeNumerically(">=", 2))
+		g.Expect(proxy.Forwarded()).To(BeNumerically(">=", 2))
 	})
 	t.Run("wrong proxy password", func(t *testing.T) {
 		g := NewWithT(t)
