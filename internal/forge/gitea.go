@@ -23,9 +23,13 @@ const labelColor = "#6f42c1"
 // /repos/{owner}/{repo}/pulls?state=open), edits the one from spec.Head
 // into spec.Base or opens one, then labels it and asks the reviewers.
 func (f *giteaForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpec) (PullRequest, error) {
-	client, err := gitea.NewClient(f.cfg.URL, gitea.SetToken(f.cfg.Token), gitea.SetHTTPClient(f.cfg.HTTPClient), gitea.SetContext(ctx))
+	// The server's version is not asked for: every call used here is in
+	// Gitea since 1.14, and a refused token is then reported by the first
+	// real call, with its status.
+	client, err := gitea.NewClient(f.cfg.URL, gitea.SetToken(f.cfg.Token), gitea.SetHTTPClient(f.cfg.HTTPClient),
+		gitea.SetContext(ctx), gitea.SetGiteaVersion(""))
 	if err != nil {
-		return PullRequest{}, &APIError{Op: "reading the Gitea server's version", Err: err}
+		return PullRequest{}, fmt.Errorf("%w: Gitea URL %q: %w", ErrInvalidConfig, f.cfg.URL, err)
 	}
 	labels, err := f.labelIDs(client, spec.Labels)
 	if err != nil {
