@@ -61,7 +61,7 @@ func Binary() (bin, staticRoot string, err error) {
 	staticRoot = filepath.Join(filepath.Dir(bin), "gitea-"+Version)
 	for _, p := range []string{bin, filepath.Join(staticRoot, "options", "locale")} {
 		if _, err := os.Stat(p); err != nil {
-			return "", "", fmt.Errorf("gitea %s not found (%s): run `make bin/gitea` (or test/gitea/build.sh) to build it, about 4 to 7 minutes, or set GITEA_BIN", Version, p)
+			return "", "", fmt.Errorf("gitea %s not found (%s): run `make gitea` (or test/gitea/build.sh) to build it into bin/, about 4 to 7 minutes, or set GITEA_BIN", Version, p)
 		}
 	}
 	return bin, staticRoot, nil
