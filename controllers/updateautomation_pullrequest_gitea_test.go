@@ -231,7 +231,7 @@ func TestPullRequestFailureIsRetriedWithoutANewPush(t *testing.T) {
 	g.Expect(f.branchTip(g, "uprev/updates")).To(Equal(pushed))
 	pr := f.pullRequest(g, st.PullRequest.Number)
 	g.Expect(pr.Title).To(HavePrefix("Update agent to 1.1.0"))
-	g.Expect(pr.Body).To(ContainSubstring(f.ns + "/agent: `1.0.0` --> `1.1.0`"), "the retry reads the changes from the commit")
+	g.Expect(pr.Body).To(ContainSubstring(f.ns+"/agent: `1.0.0` --> `1.1.0`"), "the retry reads the changes from the commit")
 }
 
 // TestPullRequestNeedsAPushBranch: a pull request from the checkout
