@@ -14,7 +14,12 @@
 # its files next to it.
 #
 # The module is copied to a writable directory because its go.mod has
-# replace lines, which `go build pkg@version` refuses.
+# replace lines, which `go build pkg@version` refuses. SQLite is cgo
+# (mattn/go-sqlite3): a C compiler is needed.
+#
+# Measured on 2 cores: 3m38s with the modules already downloaded and an
+# empty build cache; 6m47s with empty module and build caches, on cores
+# shared with another build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../bin}
@@ -23,7 +28,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 [ -x "$out/gitea" ] && [ -d "$out/gitea-$version/options" ] && exit 0
 
-echo "building gitea $version (about 4 minutes on 2 idle cores from cold build caches)..." >&2
+echo "building gitea $version (about 4 minutes on 2 idle cores from a cold build cache, 7 with the module downloads)..." >&2
 work=$(mktemp -d)
 trap 'chmod -R u+w "$work"; rm -rf "$work"' EXIT
 # Downloaded from outside any module, so that no go.mod is consulted or
