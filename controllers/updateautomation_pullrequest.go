@@ -197,13 +197,15 @@ func (r *UpdateAutomationReconciler) forgeToken(ctx context.Context, auto *uprev
 }
 
 // pullRequestDescription is the title and body of the pull request for
-// the pushed commit head: the commit's subject, and the run's changes when
-// this run pushed it, or else the policy moves its trailers state; the
-// holds and refused downgrades are the run's.
+// the pushed commit head: the commit's subject; the run's changes, file by
+// file, when this run pushed it; the policy moves of all the automation's
+// commits on the push branch that the base branch does not have, as their
+// trailers state them; the holds and refused downgrades of the run.
 func pullRequestDescription(run *automationRun, head string) (string, forge.Description, error) {
 	auto := run.auto
 	desc := forge.Description{Automation: auto.Namespace + "/" + auto.Name, Head: head}
-	message, found, err := run.session.History(gitrepo.HistoryOptions{}).Message(head)
+	history := run.session.History(gitrepo.HistoryOptions{})
+	message, found, err := history.Message(head)
 	if err != nil {
 		return "", desc, fmt.Errorf("reading the pushed commit: %w", err)
 	}
@@ -216,11 +218,25 @@ func pullRequestDescription(run *automationRun, head string) (string, forge.Desc
 			desc.Changes = append(desc.Changes, forge.Change{File: c.File, Policy: c.Policy.String(), Old: c.OldValue, New: c.NewValue})
 		}
 		desc.CRDs = run.crdLines
-	} else {
-		for _, u := range guard.ParseUpdateTrailers(message) {
-			desc.Updates = append(desc.Updates, forge.Update{Policy: u.Policy, Old: u.Old, New: u.New})
+	}
+	messages, err := pullRequestMessages(history, auto)
+	if err != nil {
+		return "", desc, err
+	}
+	if len(messages) == 0 && found {
+		messages = []string{message}
+	}
+	var moves []forge.Update
+	for i := len(messages) - 1; i >= 0; i-- {
+		trailers := guard.ParseUpdateTrailers(messages[i])
+		if len(trailers) > 0 {
+			desc.Commits++
+		}
+		for _, u := range trailers {
+			moves = append(moves, forge.Update{Policy: u.Policy, Old: u.Old, New: u.New})
 		}
 	}
+	desc.Updates = forge.FoldUpdates(moves)
 	if run.rules != nil {
 		for _, h := range run.rules.Held() {
 			desc.Held = append(desc.Held, forge.Held{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
@@ -230,6 +246,36 @@ func pullRequestDescription(run *automationRun, head string) (string, forge.Desc
 		desc.RefusedDowngrades = append(desc.RefusedDowngrades, forge.RefusedDowngrade{Policy: d.Policy, File: d.File, Current: d.Current, Selected: d.Selected})
 	}
 	return title, desc, nil
+}
+
+// pullRequestMessages are the messages of the push branch's commits that
+// the base branch does not have, newest first: the pull request's commits.
+// The base is read as fetched; a base branch the run does not fetch
+// counts as the checkout branch.
+func pullRequestMessages(history *gitrepo.History, auto *uprevv1.UpdateAutomation) ([]string, error) {
+	inBase := map[string]bool{}
+	mark := func(sha, _ string) bool {
+		inBase[sha] = true
+		return true
+	}
+	found, err := history.Walk(pullRequestBase(auto), mark)
+	if err == nil && !found {
+		_, err = history.Walk(auto.Spec.Git.Ref.Branch, mark)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the base branch: %w", err)
+	}
+	var messages []string
+	_, err = history.Walk(auto.PushBranch(), func(sha, message string) bool {
+		if !inBase[sha] {
+			messages = append(messages, message)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the push branch: %w", err)
+	}
+	return messages, nil
 }
 
 // pullRequestStatus is status.pullRequest after a run: the pull request a

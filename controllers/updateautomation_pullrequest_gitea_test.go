@@ -142,8 +142,10 @@ func TestAutomationOpensPullRequestsOnGitea(t *testing.T) {
 	st = waitForPullRequest(t, auto, st.LastPushCommit)
 	g.Expect(st.PullRequest.Number).To(Equal(first.Number))
 	pr = f.pullRequest(g, first.Number)
-	g.Expect(pr.Body).To(ContainSubstring(":1.1.0@"))
+	g.Expect(pr.Body).To(ContainSubstring("### Changes in the last push\n\n- `apps/agent.yaml` (" + f.ns + "/agent): `" + f.image + ":1.1.0@"))
 	g.Expect(pr.Body).To(ContainSubstring("--> `" + f.image + ":1.2.0@"))
+	g.Expect(pr.Body).To(ContainSubstring("### All updates in this pull request (2 commits)\n\n- "+f.ns+"/agent: `1.0.0` --> `1.2.0`\n"),
+		"the pull request's updates from its first commit on")
 	g.Expect(pr.State).To(Equal(giteasdk.StateOpen))
 
 	// A person closes it: the next change opens a new one.
@@ -166,7 +168,9 @@ func TestAutomationOpensPullRequestsOnGitea(t *testing.T) {
 	st = waitForPullRequest(t, auto, st.LastPushCommit)
 	g.Expect(st.PullRequest.Number).To(BeNumerically(">", second.Number))
 	g.Expect(f.pullRequest(g, second.Number).HasMerged).To(BeTrue())
-	g.Expect(f.pullRequest(g, st.PullRequest.Number).Body).To(ContainSubstring("`" + f.image + ":1.3.0@"))
+	body := f.pullRequest(g, st.PullRequest.Number).Body
+	g.Expect(body).To(ContainSubstring("### Changes\n\n- `apps/agent.yaml` (" + f.ns + "/agent): `" + f.image + ":1.3.0@"))
+	g.Expect(body).NotTo(ContainSubstring("All updates"), "a new pull request holds only the commits main does not have")
 
 	status, err := json.Marshal(getAutomation(g, auto).Status)
 	g.Expect(err).NotTo(HaveOccurred())

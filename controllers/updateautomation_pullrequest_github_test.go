@@ -54,7 +54,8 @@ func TestPullRequestOnGitHubAsGitHubApp(t *testing.T) {
 	g.Expect(st.PullRequest.Number).To(BeEquivalentTo(1))
 	prs = gh.PullRequests()
 	g.Expect(prs).To(HaveLen(1))
-	g.Expect(prs[0].Body).To(ContainSubstring(f.ns+"/agent: `1.1.0` --> `1.2.0`"), "the retry states the moves of the commit's trailers")
+	g.Expect(prs[0].Body).To(ContainSubstring("### Changes\n\n- "+f.ns+"/agent: `1.0.0` --> `1.2.0`\n"),
+		"the retry states the pull request's moves as its commits' trailers do")
 	waitForReady(t, auto)
 
 	status, err := json.Marshal(getAutomation(g, auto).Status)

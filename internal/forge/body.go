@@ -12,11 +12,15 @@ type Description struct {
 	Automation string
 	// Head is the pushed commit the body describes.
 	Head string
-	// Changes are the values the commit changed, file by file.
+	// Changes are the values the pushed commit changed, file by file;
+	// empty when they are not known (a retry after the push).
 	Changes []Change
-	// Updates are the policy moves, used when Changes are not known (a
-	// retry after the push, read back from the commit's trailers).
+	// Updates are the policy moves of all the pull request's commits, from
+	// the first old version to the last new one (see FoldUpdates), as their
+	// trailers state them.
 	Updates []Update
+	// Commits is the number of automation commits the pull request holds.
+	Commits int
 	// CRDs are the CRD bundle lines of the commit message.
 	CRDs []string
 	// Held are the versions not written because a person reverted them.
@@ -76,17 +80,22 @@ func Body(d Description) string {
 		}
 		fmt.Fprintf(&b, "### %s\n\n", title)
 	}
+	// The pushed commit's changes, file by file; when the pull request
+	// holds earlier commits too, all its updates, policy by policy.
 	switch {
+	case len(d.Changes) > 0 && d.Commits > 1:
+		section("Changes in the last push")
+		writeChanges(&b, d.Changes)
+		if len(d.Updates) > 0 {
+			section(fmt.Sprintf("All updates in this pull request (%d commits)", d.Commits))
+			writeUpdates(&b, d.Updates)
+		}
 	case len(d.Changes) > 0:
 		section("Changes")
-		for _, c := range d.Changes {
-			fmt.Fprintf(&b, "- `%s` (%s): `%s` --> `%s`\n", c.File, c.Policy, orEmpty(c.Old), orEmpty(c.New))
-		}
+		writeChanges(&b, d.Changes)
 	case len(d.Updates) > 0:
 		section("Changes")
-		for _, u := range d.Updates {
-			fmt.Fprintf(&b, "- %s: `%s` --> `%s`\n", u.Policy, orEmpty(u.Old), orEmpty(u.New))
-		}
+		writeUpdates(&b, d.Updates)
 	}
 	if len(d.CRDs) > 0 {
 		section("CRDs")
@@ -117,6 +126,43 @@ func Body(d Description) string {
 	}
 	b.WriteString(". Each push to the branch updates this description; once merged or closed, the next change opens a new pull request.\n")
 	return b.String()
+}
+
+func writeChanges(b *strings.Builder, changes []Change) {
+	for _, c := range changes {
+		fmt.Fprintf(b, "- `%s` (%s): `%s` --> `%s`\n", c.File, c.Policy, orEmpty(c.Old), orEmpty(c.New))
+	}
+}
+
+func writeUpdates(b *strings.Builder, updates []Update) {
+	for _, u := range updates {
+		fmt.Fprintf(b, "- %s: `%s` --> `%s`\n", u.Policy, orEmpty(u.Old), orEmpty(u.New))
+	}
+}
+
+// FoldUpdates folds the policy moves of several commits, oldest commit
+// first, into one move per policy: from the first old version to the last
+// new one, in the order policies first moved. A policy that came back to
+// where it started is left out.
+func FoldUpdates(oldestFirst []Update) []Update {
+	var order []string
+	folded := map[string]Update{}
+	for _, u := range oldestFirst {
+		f, seen := folded[u.Policy]
+		if !seen {
+			order = append(order, u.Policy)
+			f = Update{Policy: u.Policy, Old: u.Old}
+		}
+		f.New = u.New
+		folded[u.Policy] = f
+	}
+	out := make([]Update, 0, len(order))
+	for _, p := range order {
+		if f := folded[p]; f.Old != f.New {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // orEmpty shows an empty value as "".

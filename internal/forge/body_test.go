@@ -42,6 +42,15 @@ func TestBody(t *testing.T) {
 		want:    []string{"`a.yaml` (ns/p)"},
 		notWant: []string{"- ns/p:"},
 	}, {
+		name: "a pull request of several commits: the last push by file, all updates by policy",
+		in: Description{Commits: 2, Changes: []Change{{File: "a.yaml", Policy: "ns/p", Old: "img:1.1.0", New: "img:1.2.0"}},
+			Updates: []Update{{Policy: "ns/p", Old: "1.0.0", New: "1.2.0"}}},
+		want: []string{
+			"### Changes in the last push\n\n- `a.yaml` (ns/p): `img:1.1.0` --> `img:1.2.0`\n",
+			"### All updates in this pull request (2 commits)\n\n- ns/p: `1.0.0` --> `1.2.0`\n",
+		},
+		notWant: []string{"### Changes\n"},
+	}, {
 		name: "CRDs, holds and refused downgrades",
 		in: Description{
 			CRDs:              []string{"crds: agents.example.com 1.0.0 --> 1.1.0"},
@@ -72,6 +81,24 @@ func TestBody(t *testing.T) {
 				g.Expect(body).NotTo(ContainSubstring(w))
 			}
 			g.Expect(strings.Count(body, "\n---\n")).To(Equal(1), "one footer")
+		})
+	}
+}
+
+func TestFoldUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []Update
+		want []Update
+	}{
+		{name: "none", want: []Update{}},
+		{name: "one", in: []Update{{"ns/a", "1", "2"}}, want: []Update{{"ns/a", "1", "2"}}},
+		{name: "first old to last new", in: []Update{{"ns/a", "1", "2"}, {"ns/b", "5", "6"}, {"ns/a", "2", "3"}},
+			want: []Update{{"ns/a", "1", "3"}, {"ns/b", "5", "6"}}},
+		{name: "back where it started", in: []Update{{"ns/a", "1", "2"}, {"ns/a", "2", "1"}}, want: []Update{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(FoldUpdates(tc.in)).To(Equal(tc.want))
 		})
 	}
 }
