@@ -19,7 +19,7 @@ VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERS
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: all build test bench fuzz lint generate manifests demo demo-down controlplane flux release release-binaries release-manifests
+.PHONY: all build test bench fuzz lint generate manifests demo demo-down controlplane flux gitea release release-binaries release-manifests
 
 all: build
 
@@ -55,8 +55,14 @@ flux: $(BIN)/flux
 $(BIN)/flux:
 	test/flux/build.sh $(BIN)
 
+## gitea: build Gitea from the Go module proxy into bin/gitea (only when missing), for the pull request tests.
+gitea: $(BIN)/gitea
+
+$(BIN)/gitea:
+	test/gitea/build.sh $(BIN)
+
 ## test: every test, race detector on, against real control planes.
-test: controlplane $(BIN)/flux
+test: controlplane $(BIN)/flux $(BIN)/gitea
 	go vet ./...
 	go test -race -timeout 30m ./...
 

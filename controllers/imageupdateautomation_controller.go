@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/update"
@@ -54,8 +55,10 @@ type ImageUpdateAutomationReconciler struct {
 	NoCrossNamespaceRefs bool
 	// engineStatus keeps, per automation, what the engine records that
 	// Flux's status has no field for (the push branch's tip, holds,
-	// refused downgrades). It only lets a run with nothing new skip the
-	// rewrite walk; after a restart the first run makes a full one.
+	// refused downgrades, the pull request). It lets a run with nothing
+	// new skip the rewrite walk, and a failed pull request call be
+	// retried; after a restart the first run makes a full walk, and a
+	// pull request call that had failed waits for the next push.
 	engineStatus sync.Map
 }
 
@@ -191,6 +194,7 @@ func (r *ImageUpdateAutomationReconciler) translate(ctx context.Context, obj *ia
 		engine := prev.(uprevv1.UpdateAutomationStatus)
 		st := &run.auto.Status
 		st.ObservedPushRevision, st.Holds, st.RefusedDowngrades = engine.ObservedPushRevision, engine.Holds, engine.RefusedDowngrades
+		st.PullRequest = engine.PullRequest
 	}
 	return run, nil
 }
@@ -262,6 +266,16 @@ func fluxAutomation(obj *iacv1.ImageUpdateAutomation, repo *sourcev1.GitReposito
 				return nil, err
 			}
 		}
+	}
+	if text, ok := obj.Annotations[uprevv1.PullRequestAnnotation]; ok {
+		pr := &uprevv1.PullRequestSpec{}
+		if err := yaml.UnmarshalStrict([]byte(text), pr); err != nil {
+			return nil, stalledf(uprevv1.InvalidSpecReason, "annotation %s: %v", uprevv1.PullRequestAnnotation, err)
+		}
+		if auto.Spec.Git.Push == nil {
+			return nil, stalledf(uprevv1.InvalidSpecReason, "annotation %s needs spec.git.push.branch to differ from the checkout branch %s: a pull request goes from the push branch into another", uprevv1.PullRequestAnnotation, branch)
+		}
+		auto.Spec.Git.Push.PullRequest = pr
 	}
 	if u := spec.Update; u != nil {
 		if u.Strategy != "" && u.Strategy != iacv1.UpdateStrategySetters {

@@ -42,6 +42,9 @@ func stalledf(reason, format string, args ...any) error {
 type transientError struct {
 	reason string
 	err    error
+	// retryAfter, when set, is the wait the other side asked for (a rate
+	// limit's reset), used instead of the backoff.
+	retryAfter time.Duration
 }
 
 func (e *transientError) Error() string { return e.err.Error() }
@@ -50,6 +53,12 @@ func (e *transientError) Unwrap() error { return e.err }
 // transient wraps err as a retryable failure with the given condition reason.
 func transient(reason string, err error) error {
 	return &transientError{reason: reason, err: err}
+}
+
+// transientAfter is transient, retried after the wait d rather than with
+// backoff.
+func transientAfter(reason string, err error, d time.Duration) error {
+	return &transientError{reason: reason, err: err, retryAfter: d}
 }
 
 // degradedError is a partial failure: the run did what it could and goes on
@@ -119,7 +128,10 @@ func setConditions(obj statusObject, o outcome) (observed bool) {
 func (o outcome) result() (ctrl.Result, error) {
 	var stall *stalledError
 	var partial *degradedError
+	var retry *transientError
 	switch {
+	case errors.As(o.err, &retry) && retry.retryAfter > 0:
+		return ctrl.Result{RequeueAfter: retry.retryAfter}, nil
 	case o.err == nil, errors.As(o.err, &partial):
 		if o.requeueAfter <= 0 {
 			return ctrl.Result{}, nil

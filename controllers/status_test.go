@@ -30,6 +30,8 @@ func TestOutcomeConditionsAndResult(t *testing.T) {
 			ready: metav1.ConditionFalse, reason: "InvalidPolicy", stalled: true, observed: true},
 		{name: "transient error", outcome: outcome{err: transient("AuthenticationFailed", errors.New("401")), requeueAfter: time.Minute},
 			ready: metav1.ConditionFalse, reason: "AuthenticationFailed", reconciling: true, returnsError: true},
+		{name: "transient error with a wait asked for", outcome: outcome{err: transientAfter("PullRequestFailed", errors.New("429"), time.Minute)},
+			ready: metav1.ConditionFalse, reason: "PullRequestFailed", reconciling: true, requeue: true},
 		{name: "partial failure", outcome: outcome{err: degraded("UpdateFailed", errors.New("a.yaml")), requeueAfter: time.Minute},
 			ready: metav1.ConditionFalse, reason: "UpdateFailed", observed: true, requeue: true},
 		{name: "unexpected error", outcome: outcome{err: errors.New("boom")},

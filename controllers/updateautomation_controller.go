@@ -210,7 +210,11 @@ type automationRun struct {
 	// result is the rewrite that went into the pushed commit (or would
 	// have, when nothing changed).
 	result update.Result
-	commit string
+	// crdLines are the commit message's lines about CRD bundles.
+	crdLines []string
+	commit   string
+	// pr is what the pull request phase did.
+	pr pullRequestRun
 }
 
 // reconcile runs the phases in order; each wraps its error with what it was
@@ -223,6 +227,7 @@ func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automat
 		r.readHolds,
 		r.readCRDs,
 		r.writeBack,
+		r.ensurePullRequest,
 	}
 	defer func() {
 		if run.session != nil {
@@ -252,22 +257,21 @@ func (r *UpdateAutomationReconciler) validate(_ context.Context, run *automation
 	if _, err := policySelector(run.auto); err != nil {
 		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.policySelector: %w", err))
 	}
-	if run.front.message != nil {
-		return nil
-	}
-	t, err := update.ParseMessageTemplate(spec.Git.Commit.MessageTemplate)
-	if err != nil {
-		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
-	}
-	automation := run.auto.Namespace + "/" + run.auto.Name
-	run.front.message = func(res update.Result, crdLines []string) (string, error) {
-		msg, err := update.CommitMessage(t, update.CommitData{Automation: automation, Changes: res.Changes, Updates: res.Updates(), CRDs: crdLines})
+	if run.front.message == nil {
+		t, err := update.ParseMessageTemplate(spec.Git.Commit.MessageTemplate)
 		if err != nil {
-			return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
 		}
-		return msg, nil
+		automation := run.auto.Namespace + "/" + run.auto.Name
+		run.front.message = func(res update.Result, crdLines []string) (string, error) {
+			msg, err := update.CommitMessage(t, update.CommitData{Automation: automation, Changes: res.Changes, Updates: res.Updates(), CRDs: crdLines})
+			if err != nil {
+				return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.commit.messageTemplate: %w", err))
+			}
+			return msg, nil
+		}
 	}
-	return nil
+	return validatePullRequest(run.auto)
 }
 
 // selectPolicies reads the selected policies; those without a latest ref
@@ -385,6 +389,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		if err != nil {
 			return "", err
 		}
+		run.crdLines = crdLines
 		if !res.Changed() && !crdsChanged {
 			return "", nil
 		}
@@ -468,17 +473,7 @@ func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, n
 	if run.crdsRead && !run.unchanged {
 		st.CRDs = crdStatus(run)
 	}
-	if run.rewritten {
-		st.RefusedDowngrades = nil
-		for _, refusal := range run.result.Refused {
-			if guard.KindOf(refusal.Reason) != guard.RefusalDowngrade {
-				continue
-			}
-			c := refusal.Change
-			st.RefusedDowngrades = append(st.RefusedDowngrades,
-				uprevv1.RefusedDowngrade{Policy: c.Policy.String(), File: c.File, Current: c.Old.Tag, Selected: c.New.Tag})
-		}
-	}
+	st.RefusedDowngrades = refusedDowngrades(st.RefusedDowngrades, run)
 	if run.revisions.source != "" {
 		st.ObservedSourceRevision = run.revisions.source
 		st.ObservedPushRevision = run.revisions.push
@@ -487,7 +482,25 @@ func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, n
 		st.LastPushCommit = run.commit
 		st.LastPushTime = &now
 	}
+	st.PullRequest = pullRequestStatus(st.PullRequest, run)
 	return st
+}
+
+// refusedDowngrades are the downgrades refused by the run's rewrite, or
+// prev when the run did not get to rewrite.
+func refusedDowngrades(prev []uprevv1.RefusedDowngrade, run *automationRun) []uprevv1.RefusedDowngrade {
+	if !run.rewritten {
+		return prev
+	}
+	var refused []uprevv1.RefusedDowngrade
+	for _, refusal := range run.result.Refused {
+		if guard.KindOf(refusal.Reason) != guard.RefusalDowngrade {
+			continue
+		}
+		c := refusal.Change
+		refused = append(refused, uprevv1.RefusedDowngrade{Policy: c.Policy.String(), File: c.File, Current: c.Old.Tag, Selected: c.New.Tag})
+	}
+	return refused
 }
 
 // summary is the Ready message of a successful run.
@@ -500,6 +513,9 @@ func (run *automationRun) summary() string {
 		parts = append(parts, "no change: nothing new since "+run.revisions.source)
 	default:
 		parts = append(parts, "no change")
+	}
+	if s := run.pullRequestSummary(); s != "" {
+		parts = append(parts, s)
 	}
 	if run.rules != nil { // nil when the run failed before reading holds
 		if n := len(run.rules.Held()); n > 0 {

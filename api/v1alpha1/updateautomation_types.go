@@ -73,6 +73,12 @@ type PushSpec struct {
 	// Branch to push to.
 	// +required
 	Branch string `json:"branch"`
+
+	// PullRequest opens or updates a pull request from Branch after each
+	// push; only when Branch differs from the checkout branch. See
+	// docs/pull-requests.md.
+	// +optional
+	PullRequest *PullRequestSpec `json:"pullRequest,omitempty"`
 }
 
 // CommitSpec says how automation commits are made.
@@ -222,6 +228,11 @@ type UpdateAutomationStatus struct {
 	// CRDs reports each CRD bundle as of the last run.
 	// +optional
 	CRDs []CRDBundleStatus `json:"crds,omitempty"`
+
+	// PullRequest is the pull request of the push branch, once a push was
+	// made with spec.git.push.pullRequest set.
+	// +optional
+	PullRequest *PullRequestStatus `json:"pullRequest,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled.
 	// +optional

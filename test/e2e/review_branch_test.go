@@ -56,6 +56,9 @@ func TestReviewBranchGetsTheCommitAReviewerReads(t *testing.T) {
 		})
 	objs := s.exampleObjects(example)
 	auto := object[*uprevv1.UpdateAutomation](t, objs, "fleet")
+	// This Git server is no forge: the example's pull request runs against
+	// a real Gitea in TestReviewBranchOpensAPullRequestOnGitea.
+	auto.Spec.Git.Push.PullRequest = nil
 	create(t, auto)
 
 	sha := waitForPush(t, auto, "")

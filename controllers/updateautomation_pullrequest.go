@@ -1,0 +1,309 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/auth/githubapp"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/forge"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/guard"
+)
+
+// pullRequestOpenedReason is the reason of the event that announces a new
+// pull request.
+const pullRequestOpenedReason = "PullRequestOpened"
+
+// forgeTokenKey is the key of a pull request Secret's API token.
+const forgeTokenKey = "token"
+
+// maxForgeRetryAfter bounds the wait a forge's rate limit asks for.
+const maxForgeRetryAfter = time.Hour
+
+// pullRequestRun is what the pull request phase of a run did.
+type pullRequestRun struct {
+	// head is the pushed commit the pull request was made for; empty when
+	// the phase did not call the forge.
+	head string
+	// result is the pull request after a successful call, nil otherwise.
+	result *forge.PullRequest
+}
+
+// validatePullRequest checks what the spec alone tells about
+// spec.git.push.pullRequest; nil when it is not set.
+func validatePullRequest(auto *uprevv1.UpdateAutomation) error {
+	git := auto.Spec.Git
+	if git.Push == nil || git.Push.PullRequest == nil {
+		return nil
+	}
+	pr := git.Push.PullRequest
+	switch {
+	case auto.PushBranch() == git.Ref.Branch:
+		return stalledf(uprevv1.InvalidSpecReason,
+			"spec.git.push.pullRequest needs spec.git.push.branch to differ from spec.git.ref.branch (%s): a pull request goes from the push branch into another", git.Ref.Branch)
+	case pullRequestBase(auto) == auto.PushBranch():
+		return stalledf(uprevv1.InvalidSpecReason, "spec.git.push.pullRequest.baseBranch is the push branch %s", auto.PushBranch())
+	case pr.Provider == string(forge.Gitea) && pr.URL == "":
+		return stalledf(uprevv1.InvalidSpecReason, "spec.git.push.pullRequest.url is required for provider gitea: the Gitea server's URL")
+	case pr.SecretRef == nil && git.SecretRef == nil:
+		return stalledf(uprevv1.InvalidSpecReason, "spec.git.push.pullRequest needs an API token: set its secretRef (key %q) or spec.git.secretRef", forgeTokenKey)
+	}
+	if _, err := pullRequestRepository(auto); err != nil {
+		return stalled(uprevv1.InvalidSpecReason, err)
+	}
+	return nil
+}
+
+// pullRequestBase is the branch the pull request goes into.
+func pullRequestBase(auto *uprevv1.UpdateAutomation) string {
+	if b := auto.Spec.Git.Push.PullRequest.BaseBranch; b != "" {
+		return b
+	}
+	return auto.Spec.Git.Ref.Branch
+}
+
+// pullRequestRepository is the repository as owner/name: the spec's, or
+// the path of the Git URL without .git.
+func pullRequestRepository(auto *uprevv1.UpdateAutomation) (string, error) {
+	if r := auto.Spec.Git.Push.PullRequest.Repository; r != "" {
+		return r, nil
+	}
+	u, err := url.Parse(auto.Spec.Git.URL)
+	if err != nil {
+		return "", fmt.Errorf("spec.git.url: %w", err)
+	}
+	repo := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
+	if !strings.Contains(repo, "/") {
+		return "", fmt.Errorf("spec.git.push.pullRequest.repository is required: the path of %s is not owner/name", auto.Spec.Git.URL)
+	}
+	return repo, nil
+}
+
+// pullRequestDue says whether the run must open or update the pull
+// request: when it pushed, or when an earlier push's pull request call
+// failed (status.pullRequest.headCommit lags status.lastPushCommit).
+func pullRequestDue(auto *uprevv1.UpdateAutomation, pushed string) (head string, due bool) {
+	if auto.Spec.Git.Push == nil || auto.Spec.Git.Push.PullRequest == nil {
+		return "", false
+	}
+	if pushed != "" {
+		return pushed, true
+	}
+	st := auto.Status
+	if st.PullRequest != nil && st.LastPushCommit != "" && st.PullRequest.HeadCommit != st.LastPushCommit {
+		return st.LastPushCommit, true
+	}
+	return "", false
+}
+
+// ensurePullRequest opens or updates the pull request of the push branch
+// after a push, or retries the one an earlier push left due. A failure is
+// PullRequestFailed and retried with backoff, or after the wait the
+// forge's rate limit asks for; the pushed commit is kept either way.
+func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run *automationRun) error {
+	auto := run.auto
+	head, due := pullRequestDue(auto, run.commit)
+	if !due {
+		return nil
+	}
+	spec := auto.Spec.Git.Push.PullRequest
+	run.pr.head = head
+	token, err := r.forgeToken(ctx, run)
+	if err != nil {
+		return err
+	}
+	repo, _ := pullRequestRepository(auto)
+	f, err := forge.New(forge.Config{Provider: forge.Provider(spec.Provider), URL: spec.URL, Repository: repo, Token: token})
+	if err != nil {
+		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.push.pullRequest: %w", err))
+	}
+	title, desc, err := pullRequestDescription(run, head)
+	if err != nil {
+		return gitError(err)
+	}
+	run.progress(ctx, "opening or updating the pull request of %s", auto.PushBranch())
+	pr, err := f.EnsurePullRequest(ctx, forge.PullRequestSpec{
+		Head: auto.PushBranch(), Base: pullRequestBase(auto), Title: title, Body: forge.Body(desc),
+		Labels: spec.Labels, Reviewers: spec.Reviewers,
+	})
+	if err != nil {
+		return pullRequestError(fmt.Errorf("pull request of %s for %s: %w", auto.PushBranch(), shortSHA(head), err))
+	}
+	run.pr.result = &pr
+	if pr.Created {
+		r.Events.Eventf(run.front.object, nil, corev1.EventTypeNormal, pullRequestOpenedReason, "PullRequest",
+			"Opened pull request #%d from %s: %s", pr.Number, auto.PushBranch(), pr.URL)
+	}
+	ctrl.LoggerFrom(ctx).Info("Pull request up to date", "number", pr.Number, "url", pr.URL, "created", pr.Created, "commit", head)
+	return nil
+}
+
+// pullRequestError makes a forge failure PullRequestFailed, retried after
+// the wait a rate limit asked for, or else with backoff.
+func pullRequestError(err error) error {
+	var apiErr *forge.APIError
+	if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
+		return transientAfter(uprevv1.PullRequestFailedReason, err, min(apiErr.RetryAfter, maxForgeRetryAfter))
+	}
+	return transient(uprevv1.PullRequestFailedReason, err)
+}
+
+// forgeToken returns the API token: the pull request Secret's `token` or
+// GitHub App installation token, or else the Git Secret's bearerToken,
+// password or GitHub App installation token. It is never logged.
+func (r *UpdateAutomationReconciler) forgeToken(ctx context.Context, run *automationRun) (string, error) {
+	auto := run.auto
+	spec := auto.Spec.Git.Push.PullRequest
+	ref, field, namespace := spec.SecretRef, "spec.git.push.pullRequest.secretRef", auto.Namespace
+	if ref == nil {
+		ref, field, namespace = auto.Spec.Git.SecretRef, "spec.git.secretRef", run.front.gitSecretNamespace
+	}
+	data, err := secretData(ctx, r.Client, namespace, ref.Name)
+	if err != nil {
+		return "", err
+	}
+	if gitrepo.IsGitHubApp(data) {
+		if spec.Provider != string(forge.GitHub) {
+			return "", transient(uprevv1.InvalidSpecReason, fmt.Errorf("%s %s: a GitHub App authenticates provider github only", field, ref.Name))
+		}
+		apiURL := spec.URL
+		if apiURL == "" {
+			apiURL = forge.DefaultGitHubURL
+		}
+		app := gitrepo.GitHubApp{Tokens: r.TokenCache, Kind: run.front.kind, Name: auto.Name, Namespace: auto.Namespace}
+		creds, err := app.Credentials(ctx, apiURL, data)
+		if err != nil {
+			return "", gitError(err)
+		}
+		return string(creds[gitrepo.SecretPassword]), nil
+	}
+	keys := []string{forgeTokenKey}
+	if spec.SecretRef == nil {
+		keys = []string{gitrepo.SecretBearerToken, gitrepo.SecretPassword}
+	}
+	for _, key := range keys {
+		if t := data[key]; len(t) > 0 {
+			return string(t), nil
+		}
+	}
+	return "", transient(uprevv1.InvalidSpecReason, fmt.Errorf("%s %s has no %s (nor %s)", field, ref.Name, strings.Join(keys, " or "), githubapp.KeyAppID))
+}
+
+// pullRequestDescription is the title and body of the pull request for
+// the pushed commit head: the commit's subject; the run's changes, file by
+// file, when this run pushed it; the policy moves of all the automation's
+// commits on the push branch that the base branch does not have, as their
+// trailers state them; the holds and refused downgrades of the run.
+func pullRequestDescription(run *automationRun, head string) (string, forge.Description, error) {
+	auto := run.auto
+	desc := forge.Description{Automation: run.front.kind + " " + auto.Namespace + "/" + auto.Name, Head: head}
+	history := run.session.History(gitrepo.HistoryOptions{})
+	message, found, err := history.Message(head)
+	if err != nil {
+		return "", desc, fmt.Errorf("reading the pushed commit: %w", err)
+	}
+	title, _, _ := strings.Cut(strings.TrimSpace(message), "\n")
+	if !found || title == "" {
+		title = "Update images (uprev " + desc.Automation + ")"
+	}
+	if head == run.commit {
+		for _, c := range run.result.Changes {
+			desc.Changes = append(desc.Changes, forge.Change{File: c.File, Policy: c.Policy.String(), Old: c.OldValue, New: c.NewValue})
+		}
+		desc.CRDs = run.crdLines
+	}
+	messages, err := pullRequestMessages(history, auto)
+	if err != nil {
+		return "", desc, err
+	}
+	if len(messages) == 0 && found {
+		messages = []string{message}
+	}
+	var moves []forge.Update
+	for i := len(messages) - 1; i >= 0; i-- {
+		trailers := guard.ParseUpdateTrailers(messages[i])
+		if len(trailers) > 0 {
+			desc.Commits++
+		}
+		for _, u := range trailers {
+			moves = append(moves, forge.Update{Policy: u.Policy, Old: u.Old, New: u.New})
+		}
+	}
+	desc.Updates = forge.FoldUpdates(moves)
+	if run.rules != nil {
+		for _, h := range run.rules.Held() {
+			desc.Held = append(desc.Held, forge.Held{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
+		}
+	}
+	for _, d := range refusedDowngrades(auto.Status.RefusedDowngrades, run) {
+		desc.RefusedDowngrades = append(desc.RefusedDowngrades, forge.RefusedDowngrade{Policy: d.Policy, File: d.File, Current: d.Current, Selected: d.Selected})
+	}
+	return title, desc, nil
+}
+
+// pullRequestMessages are the messages of the push branch's commits that
+// the base branch does not have, newest first: the pull request's commits.
+// The base is read as fetched; a base branch the run does not fetch
+// counts as the checkout branch.
+func pullRequestMessages(history *gitrepo.History, auto *uprevv1.UpdateAutomation) ([]string, error) {
+	inBase := map[string]bool{}
+	mark := func(sha, _ string) bool {
+		inBase[sha] = true
+		return true
+	}
+	found, err := history.Walk(pullRequestBase(auto), mark)
+	if err == nil && !found {
+		_, err = history.Walk(auto.Spec.Git.Ref.Branch, mark)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the base branch: %w", err)
+	}
+	var messages []string
+	_, err = history.Walk(auto.PushBranch(), func(sha, message string) bool {
+		if !inBase[sha] {
+			messages = append(messages, message)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the push branch: %w", err)
+	}
+	return messages, nil
+}
+
+// pullRequestStatus is status.pullRequest after a run: the pull request a
+// successful call returned, with the commit it was made for. After a call
+// that failed, the previous one, whose headCommit lags lastPushCommit and
+// so marks the call as still due; an empty one when there was none yet.
+func pullRequestStatus(prev *uprevv1.PullRequestStatus, run *automationRun) *uprevv1.PullRequestStatus {
+	switch {
+	case run.pr.result != nil:
+		return &uprevv1.PullRequestStatus{URL: run.pr.result.URL, Number: run.pr.result.Number,
+			State: string(run.pr.result.State), HeadCommit: run.pr.head}
+	case run.pr.head != "" && prev == nil:
+		return &uprevv1.PullRequestStatus{}
+	default:
+		return prev
+	}
+}
+
+// pullRequestSummary is the part of the Ready message about the pull
+// request, empty when the run made no call.
+func (run *automationRun) pullRequestSummary() string {
+	if run.pr.result == nil {
+		return ""
+	}
+	verb := "updated"
+	if run.pr.result.Created {
+		verb = "opened"
+	}
+	return fmt.Sprintf("%s pull request #%d", verb, run.pr.result.Number)
+}

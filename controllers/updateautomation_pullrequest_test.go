@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/forge"
+)
+
+// TestPullRequestStatus: status.pullRequest records the pull request a call
+// returned with the commit it was made for; a failed call leaves the
+// previous one, so that headCommit lags lastPushCommit and the call stays
+// due.
+func TestPullRequestStatus(t *testing.T) {
+	prev := &uprevv1.PullRequestStatus{URL: "https://forge/pr/1", Number: 1, State: "open", HeadCommit: "aaa"}
+	opened := &forge.PullRequest{Number: 2, URL: "https://forge/pr/2", State: forge.StateOpen, Created: true}
+	for _, tc := range []struct {
+		name string
+		prev *uprevv1.PullRequestStatus
+		run  pullRequestRun
+		want *uprevv1.PullRequestStatus
+	}{
+		{name: "no call, none before", want: nil},
+		{name: "no call", prev: prev, want: prev},
+		{name: "call made", prev: prev, run: pullRequestRun{head: "bbb", result: opened},
+			want: &uprevv1.PullRequestStatus{URL: "https://forge/pr/2", Number: 2, State: "open", HeadCommit: "bbb"}},
+		{name: "call failed: the previous pull request, its head lagging", prev: prev, run: pullRequestRun{head: "bbb"}, want: prev},
+		{name: "first call failed: an empty status marks it due", run: pullRequestRun{head: "bbb"}, want: &uprevv1.PullRequestStatus{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(pullRequestStatus(tc.prev, &automationRun{pr: tc.run})).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestPullRequestDue: the forge is called after a push, and after a push
+// whose call failed until one succeeds; never when nothing was pushed.
+func TestPullRequestDue(t *testing.T) {
+	withPR := func(st uprevv1.UpdateAutomationStatus) *uprevv1.UpdateAutomation {
+		a := pullRequestAutomation(nil)
+		a.Status = st
+		return a
+	}
+	for _, tc := range []struct {
+		name   string
+		auto   *uprevv1.UpdateAutomation
+		pushed string
+		head   string
+		due    bool
+	}{
+		{name: "no pullRequest in spec", auto: &uprevv1.UpdateAutomation{}, pushed: "bbb"},
+		{name: "pushed", auto: withPR(uprevv1.UpdateAutomationStatus{}), pushed: "bbb", head: "bbb", due: true},
+		{name: "nothing pushed, nothing due", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "aaa",
+			PullRequest: &uprevv1.PullRequestStatus{HeadCommit: "aaa"}})},
+		{name: "pushed before pullRequest was set: not due", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "aaa"})},
+		{name: "an earlier call failed", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "bbb",
+			PullRequest: &uprevv1.PullRequestStatus{Number: 1, HeadCommit: "aaa"}}), head: "bbb", due: true},
+		{name: "the first call failed", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "bbb",
+			PullRequest: &uprevv1.PullRequestStatus{}}), head: "bbb", due: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			head, due := pullRequestDue(tc.auto, tc.pushed)
+			g.Expect(due).To(Equal(tc.due))
+			g.Expect(head).To(Equal(tc.head))
+		})
+	}
+}
+
+// pullRequestAutomation is an automation of https://git.example.com/acme/fleet.git
+// pushing to uprev/updates with a pull request on GitHub, changed by mutate.
+func pullRequestAutomation(mutate func(*uprevv1.UpdateAutomation)) *uprevv1.UpdateAutomation {
+	a := &uprevv1.UpdateAutomation{Spec: uprevv1.UpdateAutomationSpec{Git: uprevv1.GitSpec{
+		GitSource: uprevv1.GitSource{URL: "https://git.example.com/acme/fleet.git", Ref: uprevv1.GitRef{Branch: "main"},
+			SecretRef: &meta.LocalObjectReference{Name: "git"}},
+		Push: &uprevv1.PushSpec{Branch: "uprev/updates", PullRequest: &uprevv1.PullRequestSpec{Provider: "github"}},
+	}}}
+	if mutate != nil {
+		mutate(a)
+	}
+	return a
+}
+
+// TestValidatePullRequest: a pull request spec that cannot work is
+// Stalled InvalidSpec with a message that says what to change.
+func TestValidatePullRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*uprevv1.UpdateAutomation)
+		err    string
+	}{
+		{name: "valid"},
+		{name: "no pull request", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest = nil }},
+		{name: "push branch is the checkout branch", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.Branch = "main" },
+			err: "spec.git.push.pullRequest needs spec.git.push.branch to differ from spec.git.ref.branch (main)"},
+		{name: "base is the push branch", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest.BaseBranch = "uprev/updates" },
+			err: "baseBranch is the push branch"},
+		{name: "gitea without URL", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest.Provider = "gitea" },
+			err: "spec.git.push.pullRequest.url is required for provider gitea"},
+		{name: "no token anywhere", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.SecretRef = nil },
+			err: "needs an API token"},
+		{name: "a token of its own", mutate: func(a *uprevv1.UpdateAutomation) {
+			a.Spec.Git.SecretRef = nil
+			a.Spec.Git.Push.PullRequest.SecretRef = &meta.LocalObjectReference{Name: "forge"}
+		}},
+		{name: "repository not in the URL", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.URL = "https://git.example.com/fleet.git" },
+			err: "spec.git.push.pullRequest.repository is required"},
+		{name: "repository given", mutate: func(a *uprevv1.UpdateAutomation) {
+			a.Spec.Git.URL = "https://git.example.com/fleet.git"
+			a.Spec.Git.Push.PullRequest.Repository = "acme/fleet"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			err := validatePullRequest(pullRequestAutomation(tc.mutate))
+			if tc.err == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			var stall *stalledError
+			g.Expect(err).To(BeAssignableToTypeOf(stall))
+			g.Expect(err.(*stalledError).reason).To(Equal(uprevv1.InvalidSpecReason))
+			g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+		})
+	}
+}
+
+// TestPullRequestRepository: owner/name from the Git URL's path, groups
+// kept for GitLab, .git dropped.
+func TestPullRequestRepository(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://github.com/acme/fleet.git":               "acme/fleet",
+		"https://gitlab.com/platform/team/fleet.git":      "platform/team/fleet",
+		"ssh://git@gitea.example.com:2222/acme/fleet.git": "acme/fleet",
+		"http://127.0.0.1:3000/acme/fleet":                "acme/fleet",
+	} {
+		got, err := pullRequestRepository(pullRequestAutomation(func(a *uprevv1.UpdateAutomation) { a.Spec.Git.URL = url }))
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		NewWithT(t).Expect(got).To(Equal(want), url)
+	}
+}
