@@ -221,6 +221,33 @@ func (s *Server) CreateUser(t testing.TB, name, repo string) {
 	}
 }
 
+// MergePullRequest merges pull request index of the administrator's
+// repository repo, as a person would. Gitea checks whether a new pull
+// request can be merged in the background and refuses to merge it until
+// then, so the merge is tried until it is accepted, for up to 30 seconds.
+func (s *Server) MergePullRequest(t testing.TB, repo string, index int64) {
+	t.Helper()
+	c := s.Client(t)
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		merged, resp, err := c.MergePullRequest(s.Admin, repo, index, giteasdk.MergePullRequestOption{Style: giteasdk.MergeStyleMerge})
+		if err == nil && merged {
+			return
+		}
+		select {
+		case <-deadline:
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			t.Fatalf("merging pull request #%d of %s: HTTP %d: %v", index, repo, status, err)
+		case <-tick.C:
+		}
+	}
+}
+
 // Log returns what Gitea wrote so far, for failure messages.
 func (s *Server) Log() string { return s.log.String() }
 

@@ -41,3 +41,11 @@ func TestStart(t *testing.T) {
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
 	g.Expect(strings.ToLower(s.Log())).NotTo(ContainSubstring("[f]"), "no fatal log lines")
 }
+
+// TestBinaryMissingSaysHowToBuildIt: without the binary, the error names
+// the make target and the build script.
+func TestBinaryMissingSaysHowToBuildIt(t *testing.T) {
+	t.Setenv("GITEA_BIN", t.TempDir()+"/gitea")
+	_, _, err := gitea.Binary()
+	NewWithT(t).Expect(err).To(MatchError(And(ContainSubstring("make gitea"), ContainSubstring("test/gitea/build.sh"))))
+}
