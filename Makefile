@@ -19,7 +19,7 @@ VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERS
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: all build test bench fuzz lint generate manifests demo demo-down controlplane flux gitea release release-binaries release-manifests
+.PHONY: all build test test-programs bench fuzz lint generate manifests demo demo-down controlplane flux gitea release release-binaries release-manifests
 
 all: build
 
@@ -61,8 +61,12 @@ gitea: $(BIN)/gitea
 $(BIN)/gitea:
 	test/gitea/build.sh $(BIN)
 
+## test-programs: the programs the tests run (control plane, Flux CLI, Gitea), built when missing, side by side: from empty caches their module downloads overlap the others' compiles.
+test-programs:
+	$(MAKE) -j3 controlplane $(BIN)/flux $(BIN)/gitea
+
 ## test: every test, race detector on, against real control planes.
-test: controlplane $(BIN)/flux $(BIN)/gitea
+test: test-programs
 	go vet ./...
 	go test -race -timeout 30m ./...
 
