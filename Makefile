@@ -46,7 +46,9 @@ release-manifests:
 ## controlplane: build kube-apiserver and etcd from the Go module proxy (only when missing).
 controlplane: $(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kubectl
 
-$(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kubectl:
+# One run of the script builds the three (a grouped target, so that make -j
+# runs it once).
+$(K8S_ASSETS)/kube-apiserver $(K8S_ASSETS)/etcd $(K8S_ASSETS)/kubectl &:
 	test/controlplane/build.sh $(K8S_ASSETS)
 
 ## flux: build the Flux CLI from the Go module proxy into bin/flux (only when missing), for test/fluxcli.
