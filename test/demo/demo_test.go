@@ -17,7 +17,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
+	"github.com/uprev-dev/uprev/internal/testenv/syncbuf"
 )
 
 // root is the repository root, from this package.
@@ -101,7 +101,7 @@ type demo struct {
 	cmd      *exec.Cmd
 	bin      string
 	stateDir string
-	out      *syncBuffer
+	out      *syncbuf.Buffer
 	done     chan struct{}
 	// state is the demo's state.json once it is up.
 	state struct {
@@ -128,7 +128,7 @@ func startDemo(t *testing.T) *demo {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building hack/demo: %v\n%s", err, out)
 	}
-	d := &demo{bin: bin, stateDir: filepath.Join(t.TempDir(), "state"), out: &syncBuffer{}, done: make(chan struct{})}
+	d := &demo{bin: bin, stateDir: filepath.Join(t.TempDir(), "state"), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "up", "--state-dir", d.stateDir, "--uprev", uprev)
 	d.cmd.Dir = root
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
@@ -383,25 +383,4 @@ func processesMentioning(s string) []string {
 		}
 	}
 	return found
-}
-
-// syncBuffer is a bytes.Buffer that the demo's output goes to while the
-// test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

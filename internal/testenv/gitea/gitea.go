@@ -6,7 +6,6 @@
 package gitea
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -20,11 +19,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	giteasdk "code.gitea.io/sdk/gitea"
+
+	"github.com/uprev-dev/uprev/internal/testenv/syncbuf"
 )
 
 // Version is the Gitea that test/gitea/build.sh builds.
@@ -40,7 +40,7 @@ type Server struct {
 	Token string
 
 	dir string
-	log *syncBuffer
+	log *syncbuf.Buffer
 }
 
 // binDir is bin/ at the repository root, found from this file's location.
@@ -85,7 +85,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Admin: "uprev-admin", AdminPassword: "P4ss-" + rand.Text(), dir: dir, log: &syncBuffer{}}
+	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Admin: "uprev-admin", AdminPassword: "P4ss-" + rand.Text(), dir: dir, log: &syncbuf.Buffer{}}
 	config := filepath.Join(dir, "app.ini")
 	if err := os.WriteFile(config, []byte(appIni(dir, static, port)), 0o600); err != nil {
 		t.Fatal(err)
@@ -346,22 +346,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// syncBuffer is a bytes.Buffer safe for the process's writers and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
