@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +27,7 @@ func TestReviewBranchOpensAPullRequestOnGitea(t *testing.T) {
 	s.reg.PushImage(t, "acme/agent", "1.4.1")
 	digest := s.reg.PushImage(t, "acme/agent", "1.4.2")
 	url := srv.CreateRepo(t, fleetRepo, "main", map[string]string{
-		"clusters/prod/agent.yaml": fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: agent\nspec:\n  template:\n    spec:\n      containers:\n        - name: agent\n          image: %s:1.4.1 # {\"$imagepolicy\": \"%s:agent\"}\n", image, s.ns),
+		"clusters/prod/agent.yaml": agentDeployment(image, s.ns),
 	})
 	client := srv.Client(t)
 	mainBranch, _, err := client.GetRepoBranch(srv.Admin, fleetRepo, "main")
@@ -44,19 +41,7 @@ func TestReviewBranchOpensAPullRequestOnGitea(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "fleet-git"},
 		Data:       map[string][]byte{"username": []byte(srv.Admin), "password": []byte(srv.Token)},
 	})
-	create(t,
-		&imagev1.ImageRepository{
-			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "agent"},
-			Spec:       imagev1.ImageRepositorySpec{Image: image, Interval: metav1.Duration{Duration: time.Hour}},
-		},
-		&imagev1.ImagePolicy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "agent"},
-			Spec: imagev1.ImagePolicySpec{
-				ImageRepositoryRef:     meta.NamespacedObjectReference{Name: "agent"},
-				Policy:                 imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
-				DigestReflectionPolicy: imagev1.ReflectIfNotPresent,
-			},
-		})
+	createAgentPolicy(t, s.ns, image)
 	auto := object[*uprevv1.UpdateAutomation](t, s.exampleObjects(example), "fleet")
 	g.Expect(auto.Spec.Git.Push.PullRequest).NotTo(BeNil(), "the example opens a pull request")
 	create(t, auto)

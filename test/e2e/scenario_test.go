@@ -15,8 +15,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -326,4 +328,31 @@ func (s *scenario) notify(token, kind string, header http.Header, body string) [
 		g.Expect(json.Unmarshal(answer, &triggered)).To(Succeed())
 	}).Should(Succeed())
 	return triggered.Objects
+}
+
+// agentDeployment is clusters/prod/agent.yaml of examples/review-branch:
+// the agent's Deployment at 1.4.1 of image, marked for the policy agent of
+// namespace ns.
+func agentDeployment(image, ns string) string {
+	return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: agent\nspec:\n  template:\n    spec:\n      containers:\n        - name: agent\n          image: %s:1.4.1 # {\"$imagepolicy\": \"%s:agent\"}\n", image, ns)
+}
+
+// createAgentPolicy creates the ImageRepository and the ImagePolicy agent
+// (semver >=1.0.0, digests reflected) of image in namespace ns, which the
+// review-branch example's automation writes.
+func createAgentPolicy(t testing.TB, ns, image string) {
+	t.Helper()
+	create(t,
+		&imagev1.ImageRepository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+			Spec:       imagev1.ImageRepositorySpec{Image: image, Interval: metav1.Duration{Duration: time.Hour}},
+		},
+		&imagev1.ImagePolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+			Spec: imagev1.ImagePolicySpec{
+				ImageRepositoryRef:     meta.NamespacedObjectReference{Name: "agent"},
+				Policy:                 imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
+				DigestReflectionPolicy: imagev1.ReflectIfNotPresent,
+			},
+		})
 }
