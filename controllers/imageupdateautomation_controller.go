@@ -56,9 +56,9 @@ type ImageUpdateAutomationReconciler struct {
 	// engineStatus keeps, per automation, what the engine records that
 	// Flux's status has no field for (the push branch's tip, holds,
 	// refused downgrades, the pull request). It lets a run with nothing
-	// new skip the rewrite walk, and a failed pull request call be
-	// retried; after a restart the first run makes a full walk, and a
-	// pull request call that had failed waits for the next push.
+	// new skip the rewrite walk, and a pull request already up to date
+	// go without a call; after a restart the first run makes a full walk
+	// and one call.
 	engineStatus sync.Map
 }
 

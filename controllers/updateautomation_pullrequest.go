@@ -88,20 +88,32 @@ func pullRequestRepository(auto *uprevv1.UpdateAutomation) (string, error) {
 }
 
 // pullRequestDue says whether the run must open or update the pull
-// request: when it pushed, or when an earlier push's pull request call
-// failed (status.pullRequest.headCommit lags status.lastPushCommit).
-func pullRequestDue(auto *uprevv1.UpdateAutomation, pushed string) (head string, due bool) {
-	if auto.Spec.Git.Push == nil || auto.Spec.Git.Push.PullRequest == nil {
+// request, and for which commit: when it pushed; or when the push
+// branch's tip in Git, pushTip, is not the commit the pull request was
+// last made for: an earlier call failed, a person pushed to the branch, or
+// the status the run read was written before the last run's (a cache not
+// yet caught up, a restart). Git, not status alone, says what is due, so
+// a call that failed is never forgotten; a call made twice for one commit
+// updates the same pull request.
+func pullRequestDue(auto *uprevv1.UpdateAutomation, pushed, pushTip string) (head string, due bool) {
+	switch {
+	case auto.Spec.Git.Push == nil || auto.Spec.Git.Push.PullRequest == nil:
+		return "", false
+	case pushed != "":
+		return pushed, true
+	case pushTip == "":
+		return "", false
+	case auto.Status.PullRequest != nil && auto.Status.PullRequest.HeadCommit == pushTip:
 		return "", false
 	}
-	if pushed != "" {
-		return pushed, true
-	}
-	st := auto.Status
-	if st.PullRequest != nil && st.LastPushCommit != "" && st.PullRequest.HeadCommit != st.LastPushCommit {
-		return st.LastPushCommit, true
-	}
-	return "", false
+	return pushTip, true
+}
+
+// revisionCommit is the commit of a revision `<branch>@sha1:<commit>`, ""
+// for none.
+func revisionCommit(rev string) string {
+	_, commit, _ := strings.Cut(rev, "@sha1:")
+	return commit
 }
 
 // ensurePullRequest opens or updates the pull request of the push branch
@@ -110,7 +122,7 @@ func pullRequestDue(auto *uprevv1.UpdateAutomation, pushed string) (head string,
 // forge's rate limit asks for; the pushed commit is kept either way.
 func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run *automationRun) error {
 	auto := run.auto
-	head, due := pullRequestDue(auto, run.commit)
+	head, due := pullRequestDue(auto, run.commit, revisionCommit(run.revisions.push))
 	if !due {
 		return nil
 	}

@@ -46,25 +46,32 @@ func TestPullRequestDue(t *testing.T) {
 		return a
 	}
 	for _, tc := range []struct {
-		name   string
-		auto   *uprevv1.UpdateAutomation
-		pushed string
-		head   string
-		due    bool
+		name    string
+		auto    *uprevv1.UpdateAutomation
+		pushed  string
+		pushTip string
+		head    string
+		due     bool
 	}{
-		{name: "no pullRequest in spec", auto: &uprevv1.UpdateAutomation{}, pushed: "bbb"},
-		{name: "pushed", auto: withPR(uprevv1.UpdateAutomationStatus{}), pushed: "bbb", head: "bbb", due: true},
+		{name: "no pullRequest in spec", auto: &uprevv1.UpdateAutomation{}, pushed: "bbb", pushTip: "bbb"},
+		{name: "pushed", auto: withPR(uprevv1.UpdateAutomationStatus{}), pushed: "bbb", pushTip: "bbb", head: "bbb", due: true},
 		{name: "nothing pushed, nothing due", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "aaa",
-			PullRequest: &uprevv1.PullRequestStatus{HeadCommit: "aaa"}})},
-		{name: "pushed before pullRequest was set: not due", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "aaa"})},
+			PullRequest: &uprevv1.PullRequestStatus{HeadCommit: "aaa"}}), pushTip: "aaa"},
+		{name: "no push branch", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "aaa"})},
+		{name: "a push branch without pull request yet", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "aaa"}),
+			pushTip: "aaa", head: "aaa", due: true},
 		{name: "an earlier call failed", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "bbb",
-			PullRequest: &uprevv1.PullRequestStatus{Number: 1, HeadCommit: "aaa"}}), head: "bbb", due: true},
+			PullRequest: &uprevv1.PullRequestStatus{Number: 1, HeadCommit: "aaa"}}), pushTip: "bbb", head: "bbb", due: true},
 		{name: "the first call failed", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "bbb",
-			PullRequest: &uprevv1.PullRequestStatus{}}), head: "bbb", due: true},
+			PullRequest: &uprevv1.PullRequestStatus{}}), pushTip: "bbb", head: "bbb", due: true},
+		{name: "status read before the failed run's was written", auto: withPR(uprevv1.UpdateAutomationStatus{}),
+			pushTip: "bbb", head: "bbb", due: true},
+		{name: "a person pushed to the branch", auto: withPR(uprevv1.UpdateAutomationStatus{LastPushCommit: "aaa",
+			PullRequest: &uprevv1.PullRequestStatus{Number: 1, HeadCommit: "aaa"}}), pushTip: "ccc", head: "ccc", due: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			head, due := pullRequestDue(tc.auto, tc.pushed)
+			head, due := pullRequestDue(tc.auto, tc.pushed, tc.pushTip)
 			g.Expect(due).To(Equal(tc.due))
 			g.Expect(head).To(Equal(tc.head))
 		})
