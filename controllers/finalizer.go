@@ -36,7 +36,8 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, fi
 	return nil
 }
 
-// cloneOwner is the owner, in the clone cache, of the object key of kind.
-func cloneOwner(kind string, key types.NamespacedName) string {
+// objectID names the object key of kind in what the manager keeps per
+// object: its claim on a kept clone, its CRD bundles.
+func objectID(kind string, key types.NamespacedName) string {
 	return kind + "/" + key.String()
 }

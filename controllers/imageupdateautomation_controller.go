@@ -46,11 +46,11 @@ type ImageUpdateAutomationReconciler struct {
 	// Engine runs the write-back; it is the UpdateAutomation reconciler of
 	// the same manager.
 	Engine *UpdateAutomationReconciler
-	// APIReader reads GitRepositories from the apiserver, so that no
-	// informer is needed for a kind source-controller serves, and a
-	// missing GitRepository CRD is an error on the automation rather than
-	// a manager that does not start.
-	APIReader client.Reader
+	// sources reads GitRepositories: the manager's cache when the
+	// GitRepository CRD was there as the manager started (and is
+	// watched), else the apiserver, so that a missing CRD is an error on
+	// the automation rather than a manager that does not start.
+	sources client.Reader
 	// NoCrossNamespaceRefs refuses a sourceRef to another namespace.
 	NoCrossNamespaceRefs bool
 	// engineStatus keeps, per automation, what the engine records that
@@ -68,7 +68,7 @@ type ImageUpdateAutomationReconciler struct {
 // Flux; without it, they run at their interval and report the missing CRD.
 func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = mgr.GetClient()
-	r.APIReader = mgr.GetAPIReader()
+	r.sources = mgr.GetAPIReader()
 	r.Events = mgr.GetEventRecorder("uprev-image-update-automation")
 	b := ctrl.NewControllerManagedBy(mgr).
 		// Annotations too, so that releasing a hold (uprev.dev/release-holds)
@@ -83,6 +83,7 @@ func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opt
 		b = b.Watches(&sourcev1.GitRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.automationsOfSource),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		r.sources = r.Client
 	}
 	return b.WithOptions(opts).Complete(r)
 }
@@ -163,15 +164,12 @@ func (r *ImageUpdateAutomationReconciler) translate(ctx context.Context, obj *ia
 	if ref.Kind != "" && ref.Kind != sourcev1.GitRepositoryKind {
 		return nil, stalledf(iacv1.InvalidSourceConfigReason, "spec.sourceRef.kind %q is not supported: only GitRepository is", ref.Kind)
 	}
-	key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}
-	if ref.Namespace != "" {
-		key.Namespace = ref.Namespace
-	}
+	key := types.NamespacedName{Namespace: cmp.Or(ref.Namespace, obj.Namespace), Name: ref.Name}
 	if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
 		return nil, stalledf(uprevv1.InvalidSpecReason, "spec.sourceRef: cannot read GitRepository %s: references to other namespaces are turned off (--no-cross-namespace-refs)", key)
 	}
 	repo := &sourcev1.GitRepository{}
-	if err := r.APIReader.Get(ctx, key, repo); err != nil {
+	if err := r.sources.Get(ctx, key, repo); err != nil {
 		switch {
 		case meta.IsNoMatchError(err):
 			return nil, transient(iacv1.SourceManagerFailedReason, fmt.Errorf(

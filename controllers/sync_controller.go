@@ -192,7 +192,7 @@ func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 		return err
 	}
 	ref := gitrepo.Ref{Branch: spec.Git.Ref.Branch, Tag: spec.Git.Ref.Tag, Commit: spec.Git.Ref.Commit}
-	session, revision, err := r.Clones.OpenRevision(ctx, remote, ref, cloneOwner("Sync", client.ObjectKeyFromObject(run.sync)))
+	session, revision, err := r.Clones.OpenRevision(ctx, remote, ref, objectID("Sync", client.ObjectKeyFromObject(run.sync)))
 	if err != nil {
 		if errors.Is(err, gitrepo.ErrInvalidRef) {
 			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.ref: %w", err))

@@ -56,7 +56,7 @@ func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (
 func (r *SyncReconciler) forget(key types.NamespacedName) {
 	r.appliers.forget(key)
 	r.ComponentInfo.Forget(key)
-	r.Clones.Release(cloneOwner("Sync", key))
+	r.Clones.Release(objectID("Sync", key))
 }
 
 // deleteFromTarget deletes what a target's inventory holds, as the Sync's

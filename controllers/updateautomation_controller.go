@@ -311,7 +311,7 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 	run.session, err = r.Clones.Open(ctx, remote, gitrepo.OpenOptions{
 		Branch:     run.auto.Spec.Git.Ref.Branch,
 		PushBranch: run.auto.PushBranch(),
-		Owner:      cloneOwner(front.kind, client.ObjectKeyFromObject(run.auto)),
+		Owner:      objectID(front.kind, client.ObjectKeyFromObject(run.auto)),
 	})
 	if err != nil {
 		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
@@ -323,8 +323,8 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 // its claim on the kept clone, which is then removed once no one else uses
 // it, and its CRD bundles.
 func (r *UpdateAutomationReconciler) forget(kind string, key types.NamespacedName) {
-	r.Clones.Release(cloneOwner(kind, key))
-	prefix := key.String() + " crds["
+	r.Clones.Release(objectID(kind, key))
+	prefix := objectID(kind, key) + " crds["
 	r.bundles.Range(func(slot, _ any) bool {
 		if strings.HasPrefix(slot.(string), prefix) {
 			r.bundles.Delete(slot)

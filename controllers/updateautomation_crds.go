@@ -7,6 +7,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/crds"
@@ -75,7 +76,7 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 		if !ok || run.rules.CRDRefusal(key, nil) != nil {
 			continue
 		}
-		slot := fmt.Sprintf("%s/%s crds[%d]", run.auto.Namespace, run.auto.Name, i)
+		slot := fmt.Sprintf("%s crds[%d]", objectID(run.front.kind, client.ObjectKeyFromObject(run.auto)), i)
 		bundle, digest, err := r.bundle(ctx, slot, pol, src, platform)
 		if err != nil {
 			var stall *stalledError

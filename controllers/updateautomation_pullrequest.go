@@ -109,20 +109,13 @@ func pullRequestDue(auto *uprevv1.UpdateAutomation, pushed, pushTip string) (hea
 	return pushTip, true
 }
 
-// revisionCommit is the commit of a revision `<branch>@sha1:<commit>`, ""
-// for none.
-func revisionCommit(rev string) string {
-	_, commit, _ := strings.Cut(rev, "@sha1:")
-	return commit
-}
-
 // ensurePullRequest opens or updates the pull request of the push branch
 // after a push, or retries the one an earlier push left due. A failure is
 // PullRequestFailed and retried with backoff, or after the wait the
 // forge's rate limit asks for; the pushed commit is kept either way.
 func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run *automationRun) error {
 	auto := run.auto
-	head, due := pullRequestDue(auto, run.commit, revisionCommit(run.revisions.push))
+	head, due := pullRequestDue(auto, run.commit, run.session.PushTip())
 	if !due {
 		return nil
 	}

@@ -282,10 +282,20 @@ func (s *Session) Revision() string {
 // Revision, or "" when the push branch is the branch or does not exist on
 // the remote.
 func (s *Session) PushRevision() string {
+	if tip := s.PushTip(); tip != "" {
+		return s.pushBranch + "@sha1:" + tip
+	}
+	return ""
+}
+
+// PushTip returns the commit SHA at the fetched (or pushed) tip of the push
+// branch, or "" when the push branch is the branch or does not exist on
+// the remote.
+func (s *Session) PushTip() string {
 	if s.pushTip.IsZero() {
 		return ""
 	}
-	return s.pushBranch + "@sha1:" + s.pushTip.String()
+	return s.pushTip.String()
 }
 
 // sync brings the kept clone up to date and checks out the branch tip. It
