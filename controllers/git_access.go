@@ -78,9 +78,13 @@ func commitSigner(ctx context.Context, c client.Reader, auto *uprevv1.UpdateAuto
 
 // gitError gives a Git failure its condition reason; every Git failure is
 // retried with backoff, as credentials, host keys and branches are fixed
-// outside the object.
+// outside the object, but a bad commit, which only someone's next push
+// mends, leaves the object not Ready (BadCommit) until its next interval.
 func gitError(err error) error {
+	var bad *gitrepo.BadCommitError
 	switch {
+	case errors.As(err, &bad):
+		return degraded(uprevv1.BadCommitReason, err)
 	case errors.Is(err, gitrepo.ErrAuthentication), errors.Is(err, gitrepo.ErrUnknownHostKey), errors.Is(err, gitrepo.ErrInvalidSecret):
 		return transient(uprevv1.AuthenticationFailedReason, err)
 	default:

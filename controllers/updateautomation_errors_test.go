@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
 
 // brokenYAML holds a marker but does not parse.
@@ -115,4 +116,22 @@ func TestBadMessageTemplateStalls(t *testing.T) {
 	st := waitForReady(t, auto)
 	g.Expect(st.ObservedGeneration).To(Equal(int64(3)))
 	g.Expect(conditions.IsStalled(auto)).To(BeFalse())
+}
+
+func TestCraftedCommitIsReportedAsABadCommit(t *testing.T) {
+	g := NewWithT(t)
+	f := newAutomationFixture(t, []string{"1.0.0"}, map[string]string{"apps/agent.yaml": withVersion(agentMarked, "1.0.0")})
+	waitForLatestTag(t, newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0")), "1.0.0")
+	auto := newAutomation(t, f.ns, f.url)
+	waitForReady(t, auto)
+
+	// Pushed to a server that does not fsck what it receives.
+	bad := f.git.CommitTree(t, fleetRepo, "main", false, gitserver.TreeEntry{Name: ".git", Entries: []gitserver.TreeEntry{{Name: "config", Content: "[core]\n\tworktree = /\n"}}})
+	runAutomation(t, auto)
+	c := conditions.Get(auto, meta.ReadyCondition)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal(uprevv1.BadCommitReason))
+	g.Expect(c.Message).To(And(ContainSubstring(bad), ContainSubstring(`".git" names the .git directory`)))
+	g.Expect(conditions.IsReconciling(auto)).To(BeFalse())
+	g.Expect(f.tip("main")).To(Equal(bad), "nothing pushed on top of it")
 }

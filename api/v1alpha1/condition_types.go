@@ -19,6 +19,10 @@ const (
 	AuthenticationFailedReason = "AuthenticationFailed"
 	// GitOperationFailedReason: a fetch, commit or push failed.
 	GitOperationFailedReason = "GitOperationFailed"
+	// BadCommitReason: the branch's tip holds a tree entry that is not a
+	// valid path (`..`, `.git`, a name with a slash); nothing of it was
+	// checked out, and the next run at the interval looks at the tip again.
+	BadCommitReason = "BadCommit"
 	// UpdateFailedReason: files could not be rewritten.
 	UpdateFailedReason = "UpdateFailed"
 	// BuildFailedReason: the manifests could not be built.

@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
+
+	"github.com/uprev-dev/uprev/internal/confined"
 )
 
 // errHistoryRewritten means the remote branch no longer contains the commit
@@ -175,6 +177,9 @@ type Session struct {
 	handedOut bool
 	// storages are the repositories the session opened, closed by Close.
 	storages []*filesystem.Storage
+	// root is the working tree opened as a confined root (worktree), nil
+	// until then; closed by Close.
+	root *confined.Root
 }
 
 // Open locks the kept clone of remote and opts.Branch, waiting for other
@@ -233,6 +238,7 @@ func (c *Cache) session(ctx context.Context, remote *Remote, name, owner string)
 // Close releases the kept clone for its next user. It is safe to call more
 // than once.
 func (s *Session) Close() {
+	s.closeWorktree()
 	for _, storage := range s.storages {
 		_ = storage.Close() // read-only files; nothing is lost
 	}
@@ -358,6 +364,7 @@ func (s *Session) replaceClone(ctx context.Context, why error, fetch func(*git.R
 // cloneInto is replaceClone in the newest object store, or a new one.
 func (s *Session) cloneInto(ctx context.Context, fresh bool, fetch func(*git.Repository) error) error {
 	s.tree.invalidate()
+	s.closeWorktree()
 	store, made, err := s.cache.pinStore(s.clone.repository, fresh)
 	if err != nil {
 		return err
@@ -405,32 +412,36 @@ func (s *Session) cloneInto(ctx context.Context, fresh bool, fetch func(*git.Rep
 
 // checkoutFresh writes the files of commit into the empty working tree of a
 // new clone and an index for them, and detaches HEAD there. It does what a
-// hard reset does on an empty working tree, several times faster.
+// hard reset does on an empty working tree, several times faster. A tree
+// entry that is not a valid path fails it with a *BadCommitError; what was
+// written until then stays inside the working tree, and HEAD and the index
+// are left as they were.
 func (s *Session) checkoutFresh(commit plumbing.Hash) error {
-	c, err := s.repo.CommitObject(commit)
+	tree, err := s.commitTree(commit)
 	if err != nil {
-		return fmt.Errorf("reading the branch tip: %w", err)
+		return err
 	}
-	tree, err := c.Tree()
+	root, err := s.worktree()
 	if err != nil {
-		return fmt.Errorf("reading the branch tip's tree: %w", err)
+		return err
 	}
 	idx := &index.Index{Version: 2}
-	err = tree.Files().ForEach(func(f *object.File) error {
-		if err := s.writeEntry(f.Name, object.TreeEntry{Name: f.Name, Mode: f.Mode, Hash: f.Hash}); err != nil {
-			return err
-		}
-		info, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(f.Name)))
+	write := func(f object.TreeEntry) error {
+		info, err := s.writeEntry(root, f.Name, f)
 		if err != nil {
-			return fmt.Errorf("checking out %s: %w", f.Name, err)
+			return err
 		}
 		idx.Entries = append(idx.Entries, &index.Entry{
 			Name: f.Name, Hash: f.Hash, Mode: f.Mode, ModifiedAt: info.ModTime(), Size: uint32(info.Size()),
 		})
 		return nil
-	})
+	}
+	err = checkEntries(tree, "")
+	for i := 0; err == nil && i < len(tree.Entries); i++ {
+		err = eachFile(s, "", tree.Entries[i], write)
+	}
 	if err != nil {
-		return fmt.Errorf("checking out %s: %w", commit, err)
+		return inCommit(fmt.Errorf("checking out %s: %w", commit, err), commit)
 	}
 	sort.Slice(idx.Entries, func(i, j int) bool { return idx.Entries[i].Name < idx.Entries[j].Name })
 	if err := s.repo.Storer.SetIndex(idx); err != nil {
@@ -620,65 +631,28 @@ func (s *Session) branchTip() plumbing.Hash {
 }
 
 // resetTo detaches HEAD at commit and makes the index and working tree match
-// it, removing untracked files. A working tree that an earlier session left
-// clean at HEAD is moved by the difference between the two commits, which
-// costs reading the files' metadata once; any other is hard reset, which
-// costs rewriting and reading every file.
+// it exactly, removing whatever else is there. A working tree that an
+// earlier session left clean at HEAD is moved by the difference between the
+// two commits, which costs reading the files' metadata once; any other is
+// emptied and checked out afresh, which costs writing every file.
 func (s *Session) resetTo(commit plumbing.Hash) error {
 	if s.tree.cleanAt(s.dir, commit) {
 		return nil
 	}
-	if switched, err := s.switchCleanTree(commit); err == nil && switched {
+	switched, err := s.switchCleanTree(commit)
+	var bad *BadCommitError
+	switch {
+	case errors.As(err, &bad):
+		return err
+	case err == nil && switched:
 		return nil
 	}
-	// The hard reset below repairs whatever the switch did or did not do.
+	// The fresh checkout below repairs whatever the switch did or did not do.
 	s.tree.invalidate()
-	w, err := s.repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("opening the working tree: %w", err)
+	if err := s.clearWorktree(); err != nil {
+		return err
 	}
-	head, err := s.repo.Reference(plumbing.HEAD, true)
-	if err != nil || head.Hash() != commit {
-		if err := s.hardReset(w, commit); err != nil {
-			return err
-		}
-	}
-	status, err := w.Status()
-	if err != nil {
-		return fmt.Errorf("reading the working tree status: %w", err)
-	}
-	var untracked []string
-	dirty := false
-	for path, st := range status {
-		switch {
-		case st.Worktree == git.Untracked:
-			untracked = append(untracked, path)
-		case st.Worktree != git.Unmodified || st.Staging != git.Unmodified:
-			dirty = true
-		}
-	}
-	if dirty {
-		if err := s.hardReset(w, commit); err != nil {
-			return err
-		}
-	}
-	for _, path := range untracked {
-		if err := s.removeFile(path); err != nil {
-			return fmt.Errorf("removing untracked file: %w", err)
-		}
-	}
-	s.tree.record(s.dir, commit)
-	return nil
-}
-
-func (s *Session) hardReset(w *git.Worktree, commit plumbing.Hash) error {
-	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
-		return fmt.Errorf("detaching HEAD: %w", err)
-	}
-	if err := w.Reset(&git.ResetOptions{Commit: commit, Mode: git.HardReset}); err != nil {
-		return fmt.Errorf("resetting the working tree to %s: %w", commit, err)
-	}
-	return nil
+	return s.checkoutFresh(commit)
 }
 
 // origin returns the remote of the session's repository, which is in no

@@ -53,6 +53,27 @@ func (e *PushRejectedError) Unwrap() error {
 	return e.Err
 }
 
+// BadCommitError means a commit's tree holds an entry whose name is not a
+// valid path in a working tree: empty, `.` or `..`, `.git` in any case, or
+// holding a slash, a backslash or a NUL byte, or a name found twice in one
+// tree, as git's fsck reports them. Git refuses such a commit on a push to a
+// server that checks what it receives; one that does not may still serve
+// it. The commit is not checked out, and nothing of its tree is written
+// outside the working tree.
+type BadCommitError struct {
+	// Commit is the SHA of the commit refused.
+	Commit string
+	// Path is the entry's path in the commit's tree, the invalid name last.
+	Path string
+	// Reason says what is wrong with the name.
+	Reason string
+}
+
+// Error names the commit, the entry and what is wrong with it.
+func (e *BadCommitError) Error() string {
+	return fmt.Sprintf("commit %s has a tree entry that is not a valid path: %q %s", e.Commit, e.Path, e.Reason)
+}
+
 // classify wraps the errors of go-git's transports that a caller must decide
 // on with this package's sentinel errors, keeping the original text.
 func classify(err error) error {
@@ -73,10 +94,12 @@ func classify(err error) error {
 }
 
 // isRemoteError reports whether err came from reaching the remote, or from
-// what the remote holds, rather than from the local clone.
+// what the remote holds (such as a bad commit, which a new clone would
+// refuse again), rather than from the local clone.
 func isRemoteError(err error) bool {
 	var netErr net.Error
+	var bad *BadCommitError
 	return errors.Is(err, ErrAuthentication) || errors.Is(err, ErrUnknownHostKey) ||
 		errors.Is(err, ErrRefNotFound) || errors.Is(err, transport.ErrRepositoryNotFound) ||
-		errors.As(err, &netErr)
+		errors.As(err, &netErr) || errors.As(err, &bad)
 }

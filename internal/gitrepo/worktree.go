@@ -9,11 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/uprev-dev/uprev/internal/confined"
 )
 
 // worktreeChanges returns the paths where the working tree differs from the
@@ -31,31 +34,34 @@ func (s *Session) worktreeChanges(idx *index.Index) ([]string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading the index: %w", err)
 	}
+	root, err := s.worktree()
+	if err != nil {
+		return nil, err
+	}
 	entries := make(map[string]int, len(idx.Entries))
 	for i, e := range idx.Entries {
 		entries[e.Name] = i
 	}
 	seen := make([]bool, len(idx.Entries))
 	var changed, untracked []string
-	err = filepath.WalkDir(s.dir, func(full string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if full == s.dir {
+		if name == "." {
 			return nil
 		}
 		if d.Name() == ".git" {
 			if d.IsDir() {
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
-		name := filepath.ToSlash(full[len(s.dir)+1:])
 		i, tracked := entries[name]
 		if d.IsDir() {
 			if tracked && idx.Entries[i].Mode == filemode.Submodule {
 				seen[i] = true
-				return filepath.SkipDir
+				return fs.SkipDir
 			}
 			return nil
 		}
@@ -68,7 +74,7 @@ func (s *Session) worktreeChanges(idx *index.Index) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		same, err := matchesEntry(full, info, idx.Entries[i], indexWritten)
+		same, err := matchesEntry(root, name, info, idx.Entries[i], indexWritten)
 		if err != nil {
 			return err
 		}
@@ -92,10 +98,10 @@ func (s *Session) worktreeChanges(idx *index.Index) ([]string, error) {
 	return append(changed, untracked...), nil
 }
 
-// matchesEntry reports whether the file at full, described by info, holds
-// what the index entry e records. indexWritten describes the index file,
-// nil when there is none.
-func matchesEntry(full string, info fs.FileInfo, e *index.Entry, indexWritten fs.FileInfo) (bool, error) {
+// matchesEntry reports whether the file name of root, described by info,
+// holds what the index entry e records. indexWritten describes the index
+// file, nil when there is none.
+func matchesEntry(root *confined.Root, name string, info fs.FileInfo, e *index.Entry, indexWritten fs.FileInfo) (bool, error) {
 	mode, err := filemode.NewFromOSFileMode(info.Mode())
 	if err != nil {
 		return false, nil
@@ -111,9 +117,9 @@ func matchesEntry(full string, info fs.FileInfo, e *index.Entry, indexWritten fs
 	if !racy && uint32(info.Size()) == e.Size && info.ModTime().Equal(e.ModifiedAt) {
 		return true, nil
 	}
-	content, err := blobContent(full, info)
+	content, err := blobContent(root, name, info)
 	if err != nil {
-		return false, fmt.Errorf("reading %s: %w", full, err)
+		return false, fmt.Errorf("reading %s: %w", name, err)
 	}
 	return plumbing.ComputeHash(plumbing.BlobObject, content) == e.Hash, nil
 }
@@ -242,7 +248,9 @@ func (w worktreeState) cleanAt(dir string, commit plumbing.Hash) bool {
 // applyTreeDiff writes to the working tree and to idx the files that differ
 // between the trees of commits from and to: removed files first, so that a
 // file may become a directory and the other way round, then added and
-// changed ones.
+// changed ones. It fails with a *BadCommitError, before writing anything,
+// when a tree of to that differs from from's holds an entry that is not a
+// valid path; from's were checked when it was checked out.
 func (s *Session) applyTreeDiff(idx *index.Index, from, to plumbing.Hash) error {
 	fromTree, err := s.commitTree(from)
 	if err != nil {
@@ -254,10 +262,14 @@ func (s *Session) applyTreeDiff(idx *index.Index, from, to plumbing.Hash) error 
 	}
 	var d treeDiff
 	if err := d.compare(s, "", fromTree, toTree); err != nil {
-		return fmt.Errorf("comparing the trees of %s and %s: %w", from, to, err)
+		return inCommit(fmt.Errorf("comparing the trees of %s and %s: %w", from, to, err), to)
+	}
+	root, err := s.worktree()
+	if err != nil {
+		return err
 	}
 	for _, path := range d.removed {
-		if err := s.removeFile(path); err != nil {
+		if err := removeFile(root, path); err != nil {
 			return err
 		}
 		if _, err := idx.Remove(path); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
@@ -265,12 +277,9 @@ func (s *Session) applyTreeDiff(idx *index.Index, from, to plumbing.Hash) error 
 		}
 	}
 	for _, entry := range d.written {
-		if err := s.writeEntry(entry.Name, entry); err != nil {
-			return err
-		}
-		info, err := os.Lstat(filepath.Join(s.dir, filepath.FromSlash(entry.Name)))
+		info, err := s.writeEntry(root, entry.Name, entry)
 		if err != nil {
-			return fmt.Errorf("checking out %s: %w", entry.Name, err)
+			return err
 		}
 		e, err := idx.Entry(entry.Name)
 		if errors.Is(err, index.ErrEntryNotFound) {
@@ -300,8 +309,12 @@ type treeDiff struct {
 }
 
 // compare adds to d the differences between the trees from and to, found
-// at prefix.
+// at prefix. Every entry of to, and of the subtrees of to it reads, must
+// be a valid path (checkEntries).
 func (d *treeDiff) compare(s *Session, prefix string, from, to *object.Tree) error {
+	if err := checkEntries(to, prefix); err != nil {
+		return err
+	}
 	old := make(map[string]object.TreeEntry, len(from.Entries))
 	for _, e := range from.Entries {
 		old[e.Name] = e
@@ -347,33 +360,44 @@ func (d *treeDiff) compare(s *Session, prefix string, from, to *object.Tree) err
 // remove adds the file, or every file of the directory, e at prefix to
 // d.removed.
 func (d *treeDiff) remove(s *Session, prefix string, e object.TreeEntry) error {
-	return eachFile(s, prefix, e, func(f object.TreeEntry) {
+	return eachFile(s, prefix, e, func(f object.TreeEntry) error {
 		d.removed = append(d.removed, f.Name)
+		return nil
 	})
 }
 
 // write adds the file, or every file of the directory, e at prefix to
 // d.written.
 func (d *treeDiff) write(s *Session, prefix string, e object.TreeEntry) error {
-	return eachFile(s, prefix, e, func(f object.TreeEntry) {
+	return eachFile(s, prefix, e, func(f object.TreeEntry) error {
 		d.written = append(d.written, f)
+		return nil
 	})
 }
 
-// eachFile calls fn with the entry e at prefix when it is not a directory,
-// or with each file of the directory, each named by its full path.
-func eachFile(s *Session, prefix string, e object.TreeEntry, fn func(object.TreeEntry)) error {
-	if e.Mode != filemode.Dir {
+// eachFile calls fn with the entry e at prefix when it is a file, or with
+// each file of the directory, each named by its full path. The entries of
+// every directory it reads must be valid paths (checkEntries). Submodules,
+// which have no files in the repository, are left out, as git's checkout
+// leaves them empty.
+func eachFile(s *Session, prefix string, e object.TreeEntry, fn func(object.TreeEntry) error) error {
+	if e.Mode.IsFile() {
 		e.Name = prefix + e.Name
-		fn(e)
+		return fn(e)
+	}
+	if e.Mode != filemode.Dir {
 		return nil
 	}
 	tree, err := s.repo.TreeObject(e.Hash)
 	if err != nil {
 		return err
 	}
+	prefix += e.Name + "/"
+	if err := checkEntries(tree, prefix); err != nil {
+		return err
+	}
 	for _, child := range tree.Entries {
-		if err := eachFile(s, prefix+e.Name+"/", child, fn); err != nil {
+		if err := eachFile(s, prefix, child, fn); err != nil {
 			return err
 		}
 	}
@@ -393,16 +417,54 @@ func (s *Session) commitTree(hash plumbing.Hash) (*object.Tree, error) {
 	return tree, nil
 }
 
-// removeFile removes a file of the working tree and the directories it
-// leaves empty.
-func (s *Session) removeFile(path string) error {
-	full := filepath.Join(s.dir, filepath.FromSlash(path))
-	if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// worktree returns the working tree of the session as a confined root,
+// through which every file of it is written, removed and read, so that
+// no name from a tree can reach beyond it. The session opens it once; a
+// new clone (cloneInto) closes it.
+func (s *Session) worktree() (*confined.Root, error) {
+	if s.root == nil {
+		root, err := confined.Open(s.dir)
+		if err != nil {
+			return nil, fmt.Errorf("opening the working tree: %w", err)
+		}
+		s.root = root
+	}
+	return s.root, nil
+}
+
+// closeWorktree releases the working tree opened by worktree.
+func (s *Session) closeWorktree() {
+	if s.root != nil {
+		_ = s.root.Close() // a directory opened for reading; nothing is lost
+		s.root = nil
+	}
+}
+
+// removeFile removes a file of the working tree root and the directories
+// it leaves empty.
+func removeFile(root *confined.Root, path string) error {
+	if err := root.Remove(path); err != nil {
 		return fmt.Errorf("removing %s: %w", path, err)
 	}
-	for dir := filepath.Dir(full); dir != s.dir && strings.HasPrefix(dir, s.dir); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil {
-			break // not empty
+	return nil
+}
+
+// clearWorktree removes everything from the working tree but .git.
+func (s *Session) clearWorktree() error {
+	root, err := s.worktree()
+	if err != nil {
+		return err
+	}
+	entries, err := root.ReadDir(".")
+	if err != nil {
+		return fmt.Errorf("reading the working tree: %w", err)
+	}
+	for _, e := range entries {
+		if e.Name() == git.GitDirName {
+			continue
+		}
+		if err := root.RemoveAll(e.Name()); err != nil {
+			return fmt.Errorf("clearing the working tree: %w", err)
 		}
 	}
 	return nil

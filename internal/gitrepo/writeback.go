@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
+
+	"github.com/uprev-dev/uprev/internal/confined"
 )
 
 // DefaultPushAttempts is how many times WriteBack pushes when the remote
@@ -148,7 +149,8 @@ func (s *Session) startCommit() ([]plumbing.Hash, error) {
 
 // mergeIntoWorktree applies to the working tree and index, which hold ours,
 // every file that theirs changed since the merge base. Files both sides
-// changed take theirs' version.
+// changed take theirs' version. A changed path that is not valid in a
+// working tree fails it with a *BadCommitError.
 func (s *Session) mergeIntoWorktree(ours, theirs *object.Commit) error {
 	bases, err := ours.MergeBase(theirs)
 	if err != nil {
@@ -169,6 +171,10 @@ func (s *Session) mergeIntoWorktree(ours, theirs *object.Commit) error {
 	if err != nil {
 		return fmt.Errorf("comparing trees: %w", err)
 	}
+	root, err := s.worktree()
+	if err != nil {
+		return err
+	}
 	paths := make([]string, 0, len(changes))
 	for _, change := range changes {
 		action, err := change.Action()
@@ -177,56 +183,59 @@ func (s *Session) mergeIntoWorktree(ours, theirs *object.Commit) error {
 		}
 		if action == merkletrie.Delete {
 			paths = append(paths, change.From.Name)
-			full := filepath.Join(s.dir, filepath.FromSlash(change.From.Name))
-			if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("removing %s: %w", change.From.Name, err)
+			if err := checkPath(change.From.Name); err != nil {
+				return inCommit(err, bases[0].Hash)
+			}
+			if err := removeFile(root, change.From.Name); err != nil {
+				return err
 			}
 			continue
 		}
+		if err := checkPath(change.To.Name); err != nil {
+			return inCommit(err, theirs.Hash)
+		}
 		paths = append(paths, change.To.Name)
-		if err := s.writeEntry(change.To.Name, change.To.TreeEntry); err != nil {
+		if _, err := s.writeEntry(root, change.To.Name, change.To.TreeEntry); err != nil {
 			return err
 		}
 	}
 	return s.stage(paths)
 }
 
-// writeEntry writes the blob of a tree entry to path in the working tree.
-func (s *Session) writeEntry(path string, entry object.TreeEntry) error {
+// writeEntry writes the blob of a tree entry to path in the working tree
+// root and describes the file written.
+func (s *Session) writeEntry(root *confined.Root, path string, entry object.TreeEntry) (fs.FileInfo, error) {
 	blob, err := s.repo.BlobObject(entry.Hash)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	r, err := blob.Reader()
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer r.Close()
 	content, err := io.ReadAll(r)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	full := filepath.Join(s.dir, filepath.FromSlash(path))
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.RemoveAll(full); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	switch entry.Mode {
 	case filemode.Regular, filemode.Deprecated:
-		err = os.WriteFile(full, content, 0o644)
+		err = root.WriteFile(path, content, 0o644)
 	case filemode.Executable:
-		err = os.WriteFile(full, content, 0o755)
+		err = root.WriteFile(path, content, 0o755)
 	case filemode.Symlink:
-		err = os.Symlink(string(content), full)
+		err = root.Symlink(string(content), path)
 	default:
-		return fmt.Errorf("writing %s: unsupported file mode %s", path, entry.Mode)
+		return nil, fmt.Errorf("writing %s: unsupported file mode %s", path, entry.Mode)
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
-	return nil
+	info, err := root.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("checking out %s: %w", path, err)
+	}
+	return info, nil
 }
 
 // commit runs edit and commits what it changed with parents, returning the
@@ -288,9 +297,12 @@ func (s *Session) stage(paths []string) error {
 func (s *Session) stageInto(idx *index.Index, paths []string) error {
 	// From here on, the index holds more than HEAD.
 	s.tree.invalidate()
+	root, err := s.worktree()
+	if err != nil {
+		return err
+	}
 	for _, path := range paths {
-		full := filepath.Join(s.dir, filepath.FromSlash(path))
-		info, err := os.Lstat(full)
+		info, err := root.Lstat(path)
 		// A path whose parent became a file (ENOTDIR) or that became a
 		// directory is gone as a file.
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || (err == nil && info.IsDir()) {
@@ -306,7 +318,7 @@ func (s *Session) stageInto(idx *index.Index, paths []string) error {
 		if err != nil {
 			return fmt.Errorf("staging %s: %w", path, err)
 		}
-		hash, err := s.storeBlob(full, info)
+		hash, err := s.storeBlob(root, path, info)
 		if err != nil {
 			return fmt.Errorf("staging %s: %w", path, err)
 		}
@@ -324,10 +336,10 @@ func (s *Session) stageInto(idx *index.Index, paths []string) error {
 	return nil
 }
 
-// storeBlob writes the content of the file at full (a symlink's target) to
-// the object store and returns its hash.
-func (s *Session) storeBlob(full string, info fs.FileInfo) (plumbing.Hash, error) {
-	content, err := blobContent(full, info)
+// storeBlob writes the content of the file name of root (a symlink's
+// target) to the object store and returns its hash.
+func (s *Session) storeBlob(root *confined.Root, name string, info fs.FileInfo) (plumbing.Hash, error) {
+	content, err := blobContent(root, name, info)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -345,14 +357,14 @@ func (s *Session) storeBlob(full string, info fs.FileInfo) (plumbing.Hash, error
 	return s.repo.Storer.SetEncodedObject(obj)
 }
 
-// blobContent returns what Git stores as the blob of the file at full: its
-// content, or a symlink's target.
-func blobContent(full string, info fs.FileInfo) ([]byte, error) {
+// blobContent returns what Git stores as the blob of the file name of
+// root, described by info: its content, or a symlink's target.
+func blobContent(root *confined.Root, name string, info fs.FileInfo) ([]byte, error) {
 	if info.Mode()&fs.ModeSymlink != 0 {
-		target, err := os.Readlink(full)
+		target, err := root.Readlink(name)
 		return []byte(filepath.ToSlash(target)), err
 	}
-	return os.ReadFile(full)
+	return root.ReadFile(name)
 }
 
 // pushed moves the tracking ref of the push branch to the pushed commit, as

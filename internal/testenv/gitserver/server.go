@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -33,6 +34,7 @@ type config struct {
 	bearerToken        string
 	tls                bool
 	pushGate           <-chan struct{}
+	beforePush         func(repo string)
 }
 
 // WithBasicAuth makes the HTTP server require these basic-auth credentials
@@ -58,6 +60,17 @@ func WithTLS() Option {
 // that a test can look at what a client shows during a push.
 func WithPushGate(gate <-chan struct{}) Option {
 	return func(c *config) { c.pushGate = gate }
+}
+
+// WithBeforePush runs hook before each push over HTTP reaches git (the
+// git-receive-pack request that carries the pack), with the name of the
+// repository pushed to, as InitRepo names it. What hook does to the
+// repository (CommitFile, Revert) happens just before the push lands, as
+// a person pushing at the same moment would: a push built on the branch's
+// old tip is then rejected. Pushes are served one at a time while a hook
+// is set.
+func WithBeforePush(hook func(repo string)) Option {
+	return func(c *config) { c.beforePush = hook }
 }
 
 // Counts tells how many ref advertisements the server has sent, one per
@@ -118,7 +131,7 @@ func New(root string, logs io.Writer, opts ...Option) (*Server, error) {
 		),
 		Stderr: logs,
 	}
-	handler := s.authenticate(s.count(s.gate(backend)))
+	handler := s.authenticate(s.count(s.gate(s.beforePush(backend))))
 	if s.cfg.tls {
 		s.http = httptest.NewTLSServer(handler)
 	} else {
@@ -165,6 +178,24 @@ func (s *Server) gate(next http.Handler) http.Handler {
 			case <-r.Context().Done():
 				return
 			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// beforePush runs the configured hook before each push.
+func (s *Server) beforePush(next http.Handler) http.Handler {
+	hook := s.cfg.beforePush
+	if hook == nil {
+		return next
+	}
+	var one sync.Mutex
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			one.Lock()
+			defer one.Unlock()
+			repo := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/git-receive-pack"), "/"), ".git")
+			hook(repo)
 		}
 		next.ServeHTTP(w, r)
 	})

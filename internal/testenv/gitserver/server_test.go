@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -147,4 +148,41 @@ func TestHTTPS(t *testing.T) {
 	out, err = git(t, "", nil, "-c", "http.sslCAInfo="+ca, "ls-remote", repoURL)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("refs/heads/main"))
+}
+
+func TestBeforePushRejectsAPushBuiltOnTheOldTip(t *testing.T) {
+	g := NewWithT(t)
+	var srv *gitserver.Server
+	var mu sync.Mutex
+	var hooked []string
+	srv = gitserver.Start(t, gitserver.WithBeforePush(func(repo string) {
+		mu.Lock()
+		defer mu.Unlock()
+		hooked = append(hooked, repo)
+		if len(hooked) == 1 {
+			srv.CommitFile(t, repo, "main", "c.yaml", "c: 3\n", "Someone else's push")
+		}
+	}))
+	repoURL := srv.InitRepo(t, "fleet", "main", map[string]string{"a.yaml": "a: 1\n"})
+	dir := t.TempDir()
+	out, err := git(t, "", nil, "clone", repoURL, dir)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(os.WriteFile(filepath.Join(dir, "b.yaml"), []byte("b: 2\n"), 0o644)).To(Succeed())
+	out, err = git(t, dir, nil, "add", "b.yaml")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = git(t, dir, nil, "commit", "-m", "Add b")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+
+	out, err = git(t, dir, nil, "push", "origin", "main")
+	g.Expect(err).To(HaveOccurred(), out)
+	g.Expect(srv.Log(t, "fleet", "main")[0].Subject).To(Equal("Someone else's push"))
+
+	out, err = git(t, dir, nil, "pull", "--rebase", "origin", "main")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = git(t, dir, nil, "push", "origin", "main")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(hooked).To(Equal([]string{"fleet", "fleet"}))
+	g.Expect(srv.ReadFile(t, "fleet", "main", "b.yaml")).To(Equal("b: 2\n"))
 }
