@@ -334,22 +334,33 @@ func (r *UpdateAutomationReconciler) forget(kind string, key types.NamespacedNam
 }
 
 // readHolds finds the versions people reverted, on the branch and on the
-// push branch, and makes the run's rules: holds stay in force while the
-// policy still selects the held version and the annotation does not release
-// them.
+// push branch as fetched, and makes the run's rules, which tell whether
+// anything is new since the last run and which CRD bundles to read. The
+// write-back reads them again from the tip each attempt lands on.
 func (r *UpdateAutomationReconciler) readHolds(_ context.Context, run *automationRun) error {
-	auto := run.auto
-	holds, err := guard.ReadHolds(run.session.History(gitrepo.HistoryOptions{}), auto.Spec.Git.Ref.Branch, auto.PushBranch())
+	rules, err := holdRules(run, run.session.History(gitrepo.HistoryOptions{}))
 	if err != nil {
-		return gitError(fmt.Errorf("reading reverts: %w", err))
+		return gitError(err)
 	}
-	run.rules = guard.New(guard.Input{
+	run.rules = rules
+	return nil
+}
+
+// holdRules makes the rules of a run from the reverts in history: holds
+// stay in force while the policy still selects the held version and the
+// annotation does not release them.
+func holdRules(run *automationRun, history *gitrepo.History) (*guard.Rules, error) {
+	auto := run.auto
+	holds, err := guard.ReadHolds(history, auto.Spec.Git.Ref.Branch, auto.PushBranch())
+	if err != nil {
+		return nil, fmt.Errorf("reading reverts: %w", err)
+	}
+	return guard.New(guard.Input{
 		Policies:       run.planned,
 		Holds:          holds,
 		Releases:       guard.ParseReleases(auto.Annotations[uprevv1.HoldReleaseAnnotation]),
 		AllowDowngrade: auto.Spec.AllowDowngrade,
-	})
-	return nil
+	}), nil
 }
 
 // writeBack rewrites the markers and pushes one commit when something
@@ -371,7 +382,15 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		PushOptions: run.front.pushOptions,
 		AlsoPushTo:  run.front.alsoPushTo,
 	}
-	edit := func(dir string) (string, error) {
+	// The edit runs again on the new tip after a rejected push: its rules
+	// come from the history of that tip, so that a revert pushed in
+	// between is held.
+	edit := func(dir string, history *gitrepo.History) (string, error) {
+		rules, err := holdRules(run, history)
+		if err != nil {
+			return "", err
+		}
+		run.rules = rules
 		res, err := update.RewriteMarkers(ctx, dir, auto.Spec.Update.Path, update.Options{
 			Policies:         run.rules.Refs(),
 			DefaultNamespace: auto.Namespace,

@@ -64,7 +64,7 @@ func open(t testing.TB, c *gitrepo.Cache, r *gitrepo.Remote, branch, pushBranch 
 // writeFiles returns an edit func that writes files (path → content) and
 // reports a change with commitMessage.
 func writeFiles(files map[string]string) gitrepo.EditFunc {
-	return func(dir string) (string, error) {
+	return func(dir string, _ *gitrepo.History) (string, error) {
 		for p, content := range files {
 			full := filepath.Join(dir, p)
 			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {

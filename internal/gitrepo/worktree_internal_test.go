@@ -83,7 +83,7 @@ func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
 		return s
 	}
 	write := func(files map[string]string, message string) EditFunc {
-		return func(dir string) (string, error) {
+		return func(dir string, _ *History) (string, error) {
 			for name, content := range files {
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 					return "", err

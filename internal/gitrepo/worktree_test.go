@@ -28,7 +28,7 @@ func expectCheckedOut(t *testing.T, g *WithT, s *gitrepo.Session, sha string) {
 
 // reshape is an edit that adds, changes and deletes files, turns the file
 // README.md into a directory and the directory clusters/prod into a file.
-func reshape(dir string) (string, error) {
+func reshape(dir string, _ *gitrepo.History) (string, error) {
 	if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
 		return "", err
 	}
@@ -40,7 +40,7 @@ func reshape(dir string) (string, error) {
 		"clusters/prod":            "image: ghcr.io/acme/agent:1.4.2\n",
 		"clusters/staging/a.yaml":  "image: ghcr.io/acme/app:2.1.0\n",
 		"docs/deep/down/notes.txt": "notes\n",
-	})(dir)
+	})(dir, nil)
 }
 
 func TestOpenMovesTheKeptTreeToTheNewTip(t *testing.T) {
@@ -85,7 +85,7 @@ func TestWriteBackCommitsAddedChangedAndRemovedFiles(t *testing.T) {
 	remote := newRemote(t, srv.InitRepo(t, "fleet", "main", files), nil)
 	s := open(t, newCache(t), remote, "main", "")
 
-	sha, err := s.WriteBack(context.Background(), author, func(dir string) (string, error) {
+	sha, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (string, error) {
 		if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
 			return "", err
 		}
@@ -93,7 +93,7 @@ func TestWriteBackCommitsAddedChangedAndRemovedFiles(t *testing.T) {
 			agentPath:                  "image: ghcr.io/acme/agent:1.4.2\n",
 			"clusters/staging/a.yaml":  "image: ghcr.io/acme/app:2.1.0\n",
 			"clusters/staging/new.tmp": "ignored\n",
-		})(dir)
+		})(dir, nil)
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -127,7 +127,7 @@ func TestDirtyTreeLeftByAFailedEditIsResetOnTheNextUse(t *testing.T) {
 				cache := newCache(t)
 
 				s := open(t, cache, remote, "main", "")
-				_, err := s.WriteBack(context.Background(), author, func(dir string) (string, error) {
+				_, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (string, error) {
 					spoil(g, dir)
 					return "", errors.New("rendering failed")
 				})

@@ -31,7 +31,13 @@ const DefaultPushAttempts = 5
 // differ between attempts. WriteBack runs it again, on a fresh working
 // tree, each time a push is rejected because the remote branch moved. Even
 // with a message, nothing is committed when git sees no change.
-type EditFunc func(dir string) (message string, err error)
+//
+// history is the history of the branch and the push branch as fetched for
+// this attempt: the working tree is built on their tips. Whatever rules
+// what may be written (the holds of reverts) is read from it on every
+// attempt, so that what is pushed is judged against the history it lands
+// on, also when someone pushed a revert just before.
+type EditFunc func(dir string, history *History) (message string, err error)
 
 // WriteBackOptions describes the commit WriteBack makes.
 type WriteBackOptions struct {
@@ -242,7 +248,7 @@ func (s *Session) writeEntry(root *confined.Root, path string, entry object.Tree
 // zero hash when nothing changed.
 func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit EditFunc) (plumbing.Hash, error) {
 	s.tree = s.tree.handedOver()
-	message, err := edit(s.dir)
+	message, err := edit(s.dir, s.History(HistoryOptions{}))
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("editing files: %w", err)
 	}

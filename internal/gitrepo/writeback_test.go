@@ -92,9 +92,9 @@ func TestWriteBackNothingChanged(t *testing.T) {
 	cache := newCache(t)
 
 	for name, edit := range map[string]gitrepo.EditFunc{
-		"edit reports no change": func(string) (string, error) { return "", nil },
+		"edit reports no change": func(string, *gitrepo.History) (string, error) { return "", nil },
 		"same content rewritten": writeFiles(map[string]string{agentPath: seedFiles[agentPath]}),
-		"nothing written at all": func(string) (string, error) { return commitMessage, nil },
+		"nothing written at all": func(string, *gitrepo.History) (string, error) { return commitMessage, nil },
 		"for a push branch, too": writeFiles(map[string]string{agentPath: seedFiles[agentPath]}),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -122,7 +122,7 @@ func TestWriteBackLeavesNoTraceForTheNextUse(t *testing.T) {
 	cache := newCache(t)
 
 	s := open(t, cache, remote, "main", "")
-	_, err := s.WriteBack(context.Background(), author, func(dir string) (string, error) {
+	_, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (string, error) {
 		g.Expect(os.WriteFile(filepath.Join(dir, "stray.yaml"), []byte("x"), 0o644)).To(Succeed())
 		g.Expect(os.WriteFile(filepath.Join(dir, agentPath), []byte("half-written"), 0o644)).To(Succeed())
 		return "", errors.New("rendering failed")
@@ -142,19 +142,28 @@ func TestWriteBackKeepsConcurrentCommit(t *testing.T) {
 	s := open(t, newCache(t), remote, "main", "")
 
 	var theirs string
+	var seen []string // the tip of main in the history each attempt is given
 	edits := 0
-	sha, err := s.WriteBack(context.Background(), author, func(dir string) (string, error) {
+	sha, err := s.WriteBack(context.Background(), author, func(dir string, history *gitrepo.History) (string, error) {
 		edits++
+		_, err := history.Walk("main", func(sha, _ string) bool {
+			seen = append(seen, sha)
+			return false
+		})
+		if err != nil {
+			return "", err
+		}
 		if theirs == "" {
 			// Someone pushes between our fetch and our push.
 			theirs = srv.CommitFile(t, "fleet", "main", "clusters/prod/app.yaml", "image: ghcr.io/acme/app:2.1.0\n", "Bump app by hand")
 		}
-		return writeFiles(map[string]string{agentPath: "image: ghcr.io/acme/agent:1.4.2\n"})(dir)
+		return writeFiles(map[string]string{agentPath: "image: ghcr.io/acme/agent:1.4.2\n"})(dir, nil)
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(edits).To(Equal(2))
 
 	log := srv.Log(t, "fleet", "main")
+	g.Expect(seen).To(Equal([]string{log[2].SHA, theirs}), "each attempt reads the history it is applied on")
 	g.Expect(subjects(log)).To(Equal([]string{"Update images", "Bump app by hand", "Initial commit"}))
 	g.Expect(log[0].SHA).To(Equal(sha))
 	g.Expect(log[0].Parents).To(Equal([]string{theirs}), "history is linear")
@@ -172,10 +181,10 @@ func TestWriteBackGivesUpWhenBranchKeepsMoving(t *testing.T) {
 	edits := 0
 	opts := author
 	opts.MaxAttempts = 3
-	_, err := s.WriteBack(context.Background(), opts, func(dir string) (string, error) {
+	_, err := s.WriteBack(context.Background(), opts, func(dir string, _ *gitrepo.History) (string, error) {
 		edits++
 		srv.CommitFile(t, "fleet", "uprev/updates", "busy.yaml", string(rune('a'+edits)), "Someone else again")
-		return writeFiles(map[string]string{agentPath: "image: ghcr.io/acme/agent:1.4.2\n"})(dir)
+		return writeFiles(map[string]string{agentPath: "image: ghcr.io/acme/agent:1.4.2\n"})(dir, nil)
 	})
 	var rejected *gitrepo.PushRejectedError
 	g.Expect(errors.As(err, &rejected)).To(BeTrue(), "%v", err)
