@@ -120,6 +120,14 @@ func TestKustomizeFetchesNothing(t *testing.T) {
 		},
 		field: "patch.yaml: PatchTransformer fetch: path",
 	}, {
+		name: "a builtin transformer's configuration file that escapes its apiVersion",
+		files: map[string]string{
+			"kustomization.yaml": "resources: [app.yaml]\ntransformers: [patch.yaml]\n",
+			"app.yaml":           app,
+			"patch.yaml":         "apiVersion: \"\\x62uilt\\u0069n\"\nkind: PatchTransformer\nmetadata: {name: fetch}\npath: " + srv.URL + "/patch.yaml\n",
+		},
+		field: "patch.yaml: PatchTransformer fetch: path",
+	}, {
 		name: "an inline builtin generator",
 		files: map[string]string{
 			"kustomization.yaml": "generators:\n- |\n  apiVersion: builtin\n  kind: ConfigMapGenerator\n  metadata: {name: leak}\n  files: [" + srv.URL + "/secret.txt]\n",

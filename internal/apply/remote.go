@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -87,6 +88,12 @@ func (k configCheck) kustomization(data []byte) error {
 // or an inline entry of a kustomization) that names a remote location.
 // Documents of other kinds are objects, whose values are never loaded.
 func (k configCheck) pluginConfigs(data []byte) error {
+	// A document says apiVersion: builtin only by holding the word or by
+	// escapes, which need a backslash (YAML folds lines with a space):
+	// other files, most resources, are not decoded twice.
+	if !bytes.Contains(data, []byte(konfig.BuiltinPluginApiVersion)) && !bytes.Contains(data, []byte(`\`)) {
+		return nil
+	}
 	resources, err := k.resources.SliceFromBytes(data)
 	if err != nil {
 		return nil
