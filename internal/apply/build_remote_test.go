@@ -141,6 +141,10 @@ func TestKustomizeFetchesNothing(t *testing.T) {
 		},
 		field: "transformers[0]: PatchTransformer fetch: path",
 	}, {
+		name:  "a URL hidden in an annotation and merged into a patch",
+		files: map[string]string{"kustomization.yaml": "resources: [app.yaml]\ncommonAnnotations: &p {path: " + srv.URL + "/patch.yaml}\npatches:\n- <<: *p\n", "app.yaml": app},
+		field: "patches[0].path",
+	}, {
 		name:  "a key in another case",
 		files: map[string]string{"kustomization.yaml": "resources: [app.yaml]\nPatches:\n- Path: " + strings.ToUpper(srv.URL[:4]) + srv.URL[4:] + "/patch.yaml\n", "app.yaml": app},
 		field: "Patches[0].Path",
