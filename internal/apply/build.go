@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -28,94 +27,77 @@ func Build(dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // BuildWithin is Build for the directory path inside root (typically a Git
-// checkout): no file outside root is read, neither by kustomize (whose
-// bases may be anywhere under root, such as ../../base) nor through
-// symbolic links. Remote bases and kustomize plugins are refused.
+// checkout; a leading slash means root itself). Every read of the build —
+// the path, plain YAML files, every file kustomize loads, wherever a
+// kustomization points (bases may be anywhere under root, such as
+// ../../base) — goes through one os.Root of root: a `..` or a symbolic
+// link that leads out of root is an error naming it, as is a path that does
+// not exist, never an empty build. Kustomize fetches nothing: a remote
+// location in any field of a kustomization, and kustomize plugins, are
+// refused.
 //
 // Plain YAML files may hold several documents; empty documents are skipped,
 // as are directories whose name starts with a dot (.git, .github). An
 // object without apiVersion, kind or name, invalid YAML, or the same object
-// twice makes the whole build fail with a *BuildError naming the file.
+// twice makes the whole build fail with a *BuildError naming the file
+// (relative to root).
 func BuildWithin(root, path string) ([]*unstructured.Unstructured, error) {
-	realRoot, err := resolveRoot(root)
+	c, err := openCheckout(root)
 	if err != nil {
-		return nil, &BuildError{Path: root, Err: err}
+		return nil, &BuildError{Path: path, Err: err}
 	}
-	dir := filepath.Join(realRoot, path)
-	if !within(realRoot, dir) {
-		return nil, &BuildError{Path: path, Err: fmt.Errorf("path is outside %s", root)}
-	}
-	info, err := os.Stat(dir)
+	defer c.Close()
+	dir, err := c.syncPath(path)
 	if err != nil {
-		return nil, &BuildError{Path: dir, Err: err}
-	}
-	if !info.IsDir() {
-		return nil, &BuildError{Path: dir, Err: errors.New("not a directory")}
+		return nil, &BuildError{Path: path, Err: err}
 	}
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return buildKustomization(realRoot, dir)
+		if _, err := c.root.Lstat(filepath.Join(dir, name)); err == nil {
+			return buildKustomization(c, dir)
 		}
 	}
-	return buildPlain(realRoot, dir)
+	return buildPlain(c, dir)
 }
 
-// resolveRoot returns the absolute path of root with symbolic links
-// resolved, so that later containment checks compare like with like.
-func resolveRoot(root string) (string, error) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return "", fmt.Errorf("resolving root: %w", err)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("resolving root: %w", err)
-	}
-	return real, nil
-}
-
-// within tells whether path is root or lies under it, lexically.
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// buildKustomization runs krusty on dir with plugins disabled, on a
-// read-only file system confined to root.
-func buildKustomization(root, dir string) ([]*unstructured.Unstructured, error) {
+// buildKustomization runs krusty on the directory dir of c with plugins
+// disabled, on a read-only file system confined to c.
+func buildKustomization(c *checkout, dir string) ([]*unstructured.Unstructured, error) {
 	opts := krusty.MakeDefaultOptions()
-	fsys := newConfinedFS(root)
-	resMap, err := krusty.MakeKustomizer(opts).Run(fsys, dir)
+	fsys := newConfinedFS(c)
+	resMap, err := krusty.MakeKustomizer(opts).Run(fsys, c.abs(dir))
 	if fsys.refused != nil {
-		return nil, &BuildError{Path: dir, Err: fsys.refused}
+		return nil, &BuildError{Path: filepath.ToSlash(dir), Err: fsys.refused}
 	}
 	if err != nil {
-		return nil, &BuildError{Path: dir, Err: fmt.Errorf("kustomize build: %w", err)}
+		return nil, &BuildError{Path: filepath.ToSlash(dir), Err: fmt.Errorf("kustomize build: %w", err)}
 	}
 	objects := make([]*unstructured.Unstructured, 0, resMap.Size())
 	for _, res := range resMap.Resources() {
 		m, err := res.Map()
 		if err != nil {
-			return nil, &BuildError{Path: dir, Err: fmt.Errorf("converting %s: %w", res.CurId(), err)}
+			return nil, &BuildError{Path: filepath.ToSlash(dir), Err: fmt.Errorf("converting %s: %w", res.CurId(), err)}
 		}
 		objects = append(objects, &unstructured.Unstructured{Object: m})
 	}
 	if err := checkObjects(objects); err != nil {
-		return nil, &BuildError{Path: dir, Err: err}
+		return nil, &BuildError{Path: filepath.ToSlash(dir), Err: err}
 	}
 	return objects, nil
 }
 
-// buildPlain reads every YAML file under dir.
-func buildPlain(root, dir string) ([]*unstructured.Unstructured, error) {
+// buildPlain reads every YAML file under the directory dir of c. Links to
+// files are read where they lead inside c; links to directories are not
+// entered.
+func buildPlain(c *checkout, dir string) ([]*unstructured.Unstructured, error) {
 	var objects []*unstructured.Unstructured
 	seen := map[object.ObjMetadata]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	top := filepath.ToSlash(dir)
+	err := fs.WalkDir(c.root.FS(), top, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return &BuildError{Path: path, Err: err}
 		}
 		if d.IsDir() {
-			if path != dir && strings.HasPrefix(d.Name(), ".") {
+			if path != top && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -123,16 +105,11 @@ func buildPlain(root, dir string) ([]*unstructured.Unstructured, error) {
 		if ext := filepath.Ext(path); ext != ".yaml" && ext != ".yml" {
 			return nil
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			target, err := filepath.EvalSymlinks(path)
-			if err != nil {
-				return &BuildError{Path: path, Err: err}
-			}
-			if !within(root, target) {
-				return &BuildError{Path: path, Err: fmt.Errorf("symbolic link leads outside %s", root)}
-			}
+		data, err := c.readFile(filepath.FromSlash(path))
+		if err != nil {
+			return &BuildError{Path: path, Err: fmt.Errorf("reading file: %w", err)}
 		}
-		docs, err := readYAMLFile(path)
+		docs, err := readYAML(data)
 		if err != nil {
 			return &BuildError{Path: path, Err: err}
 		}
@@ -152,12 +129,8 @@ func buildPlain(root, dir string) ([]*unstructured.Unstructured, error) {
 	return objects, nil
 }
 
-// readYAMLFile decodes every non-empty document of a file, expanding Lists.
-func readYAMLFile(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading file: %w", err)
-	}
+// readYAML decodes every non-empty document of a file, expanding Lists.
+func readYAML(data []byte) ([]*unstructured.Unstructured, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objects []*unstructured.Unstructured
 	for doc := 1; ; doc++ {

@@ -133,7 +133,7 @@ func TestBuildErrors(t *testing.T) {
 	}, {
 		name:  "kustomization with a remote base",
 		files: map[string]string{"kustomization.yaml": "resources:\n- https://github.com/acme/fleet//base?ref=main\n"},
-		msg:   "remote resource",
+		msg:   "remote location",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,5 +161,5 @@ func TestBuildRefusesSymlinkOutsideRoot(t *testing.T) {
 	_, err := Build(dir)
 	var buildErr *BuildError
 	g.Expect(errors.As(err, &buildErr)).To(BeTrue(), "got %v", err)
-	g.Expect(err.Error()).To(ContainSubstring("outside"))
+	g.Expect(err.Error()).To(ContainSubstring("link.yaml: path escapes"))
 }

@@ -3,54 +3,38 @@ package apply
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 )
 
 // errReadOnly is returned by every write to a confinedFS.
 var errReadOnly = errors.New("the build file system is read-only")
 
-// confinedFS is a read-only kustomize file system that refuses any path
-// outside root, after resolving symbolic links, and refuses kustomizations
-// that name remote resources before kustomize tries to fetch them.
+// confinedFS is the read-only kustomize file system of a build: every read
+// goes through the checkout's root, and every kustomize configuration it
+// hands out (a kustomization, a builtin generator's or transformer's
+// configuration) is first checked for remote locations, which kustomize
+// would fetch itself instead of reading them from here.
 type confinedFS struct {
-	root string
-	disk filesys.FileSystem
-	// refused is the first kustomization refused for naming a remote
-	// resource: kustomize reports an unreadable kustomization file as
+	checkout *checkout
+	check    configCheck
+	// refused is the first configuration refused for naming a remote
+	// location: kustomize reports an unreadable kustomization file as
 	// missing, so the build reports this instead.
 	refused error
 }
 
 var _ filesys.FileSystem = &confinedFS{}
 
-// newConfinedFS returns a confinedFS for root, which must be absolute with
-// symbolic links resolved.
-func newConfinedFS(root string) *confinedFS {
-	return &confinedFS{root: root, disk: filesys.MakeFsOnDisk()}
-}
-
-// check returns an error unless path, with symbolic links resolved as far
-// as the path exists, lies under the root.
-func (c *confinedFS) check(path string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fmt.Errorf("resolving %s: %w", path, err)
-	}
-	resolved := abs
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		resolved = real
-	}
-	if !within(c.root, resolved) {
-		return fmt.Errorf("%s is outside the build root %s", path, c.root)
-	}
-	return nil
+// newConfinedFS returns the kustomize file system of c.
+func newConfinedFS(c *checkout) *confinedFS {
+	return &confinedFS{checkout: c, check: configCheck{resources: provider.NewDepProvider().GetResourceFactory()}}
 }
 
 // Create refuses to write.
@@ -68,116 +52,124 @@ func (c *confinedFS) RemoveAll(path string) error { return errReadOnly }
 // WriteFile refuses to write.
 func (c *confinedFS) WriteFile(path string, data []byte) error { return errReadOnly }
 
-// Open opens a file under the root.
+// Open opens a file of the checkout.
 func (c *confinedFS) Open(path string) (filesys.File, error) {
-	if err := c.check(path); err != nil {
+	name, err := c.checkout.name(path)
+	if err != nil {
 		return nil, err
 	}
-	f, err := c.disk.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
-	}
-	return f, nil
+	return c.checkout.root.Open(name)
 }
 
-// IsDir tells whether path is a directory under the root.
+// IsDir tells whether path is a directory of the checkout.
 func (c *confinedFS) IsDir(path string) bool {
-	return c.check(path) == nil && c.disk.IsDir(path)
+	info, err := c.stat(path)
+	return err == nil && info.IsDir()
 }
 
-// ReadDir lists a directory under the root.
+// ReadDir lists a directory of the checkout.
 func (c *confinedFS) ReadDir(path string) ([]string, error) {
-	if err := c.check(path); err != nil {
+	name, err := c.checkout.name(path)
+	if err != nil {
 		return nil, err
 	}
-	names, err := c.disk.ReadDir(path)
+	entries, err := fs.ReadDir(c.checkout.root.FS(), filepath.ToSlash(name))
 	if err != nil {
-		return nil, fmt.Errorf("reading directory %s: %w", path, err)
+		return nil, fmt.Errorf("reading directory %s: %w", name, err)
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
 	}
 	return names, nil
 }
 
-// CleanedAbs resolves path, which must lie under the root.
+// CleanedAbs resolves path, which must lead to a file or directory of the
+// checkout: a directory is returned as is, a file as its directory and
+// name, both with symbolic links resolved.
 func (c *confinedFS) CleanedAbs(path string) (filesys.ConfirmedDir, string, error) {
-	if err := c.check(path); err != nil {
+	name, err := c.checkout.name(path)
+	if err != nil {
 		return "", "", err
 	}
-	dir, file, err := c.disk.CleanedAbs(path)
+	resolved, info, err := c.checkout.resolve(name)
 	if err != nil {
-		return "", "", fmt.Errorf("resolving %s: %w", path, err)
+		return "", "", err
 	}
-	return dir, file, nil
+	if info.IsDir() {
+		return filesys.ConfirmedDir(c.checkout.abs(resolved)), "", nil
+	}
+	return filesys.ConfirmedDir(c.checkout.abs(filepath.Dir(resolved))), filepath.Base(resolved), nil
 }
 
-// Exists tells whether path exists under the root.
+// Exists tells whether path exists in the checkout.
 func (c *confinedFS) Exists(path string) bool {
-	return c.check(path) == nil && c.disk.Exists(path)
+	_, err := c.stat(path)
+	return err == nil
 }
 
-// Glob returns the matches of pattern that lie under the root.
+// Glob returns the files of the checkout that match pattern.
 func (c *confinedFS) Glob(pattern string) ([]string, error) {
-	matches, err := c.disk.Glob(pattern)
+	name, err := c.checkout.name(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("matching %s: %w", pattern, err)
-	}
-	return slices.DeleteFunc(matches, func(m string) bool { return c.check(m) != nil }), nil
-}
-
-// ReadFile reads a file under the root. A kustomization that names a remote
-// resource is refused here, before kustomize would fetch it.
-func (c *confinedFS) ReadFile(path string) ([]byte, error) {
-	if err := c.check(path); err != nil {
 		return nil, err
 	}
-	data, err := c.disk.ReadFile(path)
+	matches, err := fs.Glob(c.checkout.root.FS(), filepath.ToSlash(name))
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("matching %s: %w", name, err)
 	}
-	if slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(path)) {
-		if err := refuseRemote(data); err != nil {
-			err = fmt.Errorf("%s: %w", path, err)
-			if c.refused == nil {
-				c.refused = err
-			}
-			return nil, err
+	for i, m := range matches {
+		matches[i] = c.checkout.abs(filepath.FromSlash(m))
+	}
+	return matches, nil
+}
+
+// ReadFile reads a file of the checkout. A kustomize configuration that
+// names a remote location is refused here, before kustomize would fetch it.
+func (c *confinedFS) ReadFile(path string) ([]byte, error) {
+	name, err := c.checkout.name(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.checkout.readFile(name)
+	if err != nil {
+		return nil, err
+	}
+	check := c.check.pluginConfigs
+	if slices.Contains(konfig.RecognizedKustomizationFileNames(), filepath.Base(name)) {
+		check = c.check.kustomization
+	}
+	if err := check(data); err != nil {
+		err = fmt.Errorf("%s: %w", filepath.ToSlash(name), err)
+		if c.refused == nil {
+			c.refused = err
 		}
+		return nil, err
 	}
 	return data, nil
 }
 
-// Walk walks a tree under the root.
+// Walk walks a tree of the checkout; links to directories are not entered.
 func (c *confinedFS) Walk(path string, walkFn filepath.WalkFunc) error {
-	if err := c.check(path); err != nil {
+	name, err := c.checkout.name(path)
+	if err != nil {
 		return err
 	}
-	return c.disk.Walk(path, walkFn)
+	return fs.WalkDir(c.checkout.root.FS(), filepath.ToSlash(name), func(p string, d fs.DirEntry, err error) error {
+		abs := c.checkout.abs(filepath.FromSlash(p))
+		if err != nil {
+			return walkFn(abs, nil, err)
+		}
+		info, err := d.Info()
+		return walkFn(abs, info, err)
+	})
 }
 
-// refuseRemote returns an error when a kustomization lists a remote
-// resource, component or base. A kustomization it cannot parse is left to
-// kustomize to report.
-func refuseRemote(kustomization []byte) error {
-	var k types.Kustomization
-	if err := yaml.Unmarshal(kustomization, &k); err != nil {
-		return nil
+// stat describes the file path of the checkout, following links.
+func (c *confinedFS) stat(path string) (os.FileInfo, error) {
+	name, err := c.checkout.name(path)
+	if err != nil {
+		return nil, err
 	}
-	for _, list := range [][]string{k.Resources, k.Components, k.Bases} {
-		for _, entry := range list {
-			if isRemote(entry) {
-				return fmt.Errorf("remote resource %q is not allowed", entry)
-			}
-		}
-	}
-	return nil
-}
-
-// isRemote tells whether a kustomization entry is a URL or a Git reference
-// rather than a local path.
-func isRemote(entry string) bool {
-	for _, marker := range []string{"://", "?ref=", "?version=", "git@", "github.com/", "gitlab.com/", "bitbucket.org/"} {
-		if strings.Contains(entry, marker) {
-			return true
-		}
-	}
-	return false
+	return c.checkout.root.Stat(name)
 }

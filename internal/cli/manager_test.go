@@ -104,6 +104,7 @@ func TestManagerHonoursRequests(t *testing.T) {
 	g.Expect(r.stdout).To(MatchRegexp(`^sync.uprev.dev/prod resumed\nsync.uprev.dev/prod reconciled: applied main@sha1:[0-9a-f]{40} to 1 targets\n$`))
 	g.Expect(appVersion(g)).To(Equal("3"))
 	g.Expect(mgr.Logs(t)).To(ContainSubstring(`"msg":"Starting manager"`))
+	g.Expect(mgr.Logs(t)).To(ContainSubstring(`"msg":"Warning: running without the multi-tenant lockdown`), "started without the lockdown flags")
 
 	var s uprevv1.Sync
 	g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(prod), &s)).To(Succeed())

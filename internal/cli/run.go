@@ -14,6 +14,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/leaderelection"
 	"github.com/fluxcd/pkg/runtime/logger"
 	"github.com/fluxcd/pkg/runtime/probes"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -151,5 +152,27 @@ func (o *managerOptions) run(ctx context.Context) error {
 		return err
 	}
 	log.Info("Starting manager", "version", version.Version(), "controllers", opts.Controllers)
+	warnWithoutLockdown(log, opts)
 	return mgr.Start(ctx)
+}
+
+// warnWithoutLockdown warns, at start, when a lockdown flag is missing: such
+// a manager is for one trusted team (config/default), since a Sync without
+// --default-service-account applies with the manager's own rights, which
+// can patch every Sync and automation of the cluster (docs/security.md).
+func warnWithoutLockdown(log logr.Logger, opts controllers.Options) {
+	var missing []string
+	if opts.DefaultServiceAccount == "" {
+		missing = append(missing, "--default-service-account")
+	}
+	if !opts.ACL.NoCrossNamespaceRefs {
+		missing = append(missing, "--no-cross-namespace-refs")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	log.Info("Warning: running without the multi-tenant lockdown, for one trusted team only: "+
+		"a Sync without serviceAccountName applies with the manager's own rights, which can change every Sync and automation in the cluster; "+
+		"set the missing flags (config/multitenant does) when several teams share the cluster",
+		"missing", missing)
 }

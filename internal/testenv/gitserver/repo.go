@@ -95,6 +95,19 @@ func (s *Server) Clone(t testing.TB, name string) string {
 // only if it still points at the commit the new one was built on.
 func (s *Server) CommitFile(t testing.TB, name, branch, path, content, msg string) string {
 	t.Helper()
+	return s.commitEntry(t, name, branch, "100644", path, content, msg)
+}
+
+// CommitSymlink is CommitFile for a symbolic link at path to target; what
+// was at path before (a file or a whole directory) is replaced.
+func (s *Server) CommitSymlink(t testing.TB, name, branch, path, target, msg string) string {
+	t.Helper()
+	return s.commitEntry(t, name, branch, "120000", path, target, msg)
+}
+
+// commitEntry commits a tree entry of mode at path holding content.
+func (s *Server) commitEntry(t testing.TB, name, branch, mode, path, content, msg string) string {
+	t.Helper()
 	bare := s.RepoDir(name)
 	ref := "refs/heads/" + branch
 	parent := s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref)
@@ -104,7 +117,7 @@ func (s *Server) CommitFile(t testing.TB, name, branch, path, content, msg strin
 		s.run(t, bare, env, "read-tree", parent)
 	}
 	blob := strings.TrimSpace(s.runInput(t, bare, nil, content, "hash-object", "-w", "--stdin"))
-	s.run(t, bare, env, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+path)
+	s.run(t, bare, env, "update-index", "--add", "--replace", "--cacheinfo", mode+","+blob+","+path)
 	tree := strings.TrimSpace(s.run(t, bare, env, "write-tree"))
 	args := []string{"commit-tree", tree, "-F", "-"}
 	if parent != "" {
