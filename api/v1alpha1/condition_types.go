@@ -19,6 +19,13 @@ const (
 	AuthenticationFailedReason = "AuthenticationFailed"
 	// GitOperationFailedReason: a fetch, commit or push failed.
 	GitOperationFailedReason = "GitOperationFailed"
+	// GitTimeoutReason: the Git server (named in the message) did not
+	// answer within spec.git.timeout; retried with backoff.
+	GitTimeoutReason = "GitTimeout"
+	// GitSlotsBusyReason (Reconciling): the object's namespace has as many
+	// Git operations under way as the manager allows one namespace; the
+	// object runs again shortly, its Ready condition left as it was.
+	GitSlotsBusyReason = "GitSlotsBusy"
 	// UpdateFailedReason: files could not be rewritten.
 	UpdateFailedReason = "UpdateFailed"
 	// BuildFailedReason: the manifests could not be built.
