@@ -35,7 +35,7 @@ func TestGitSlotsBoundANamespaceAndServeItsLineInOrder(t *testing.T) {
 	refused(g, s, "tenant", "c")
 	refused(g, s, "tenant", "d")
 	releaseA()
-	releaseA() // once only
+	releaseA()                   // once only
 	refused(g, s, "tenant", "a") // c and d asked before a came back
 	releaseC, err := s.acquire(ctx, "tenant", "c")
 	g.Expect(err).NotTo(HaveOccurred(), "the first in line takes the freed slot")
