@@ -137,9 +137,9 @@ func (gt *goodTenant) createObjects(t testing.TB) {
 func (gt *goodTenant) expectReady(t testing.TB, g Gomega, within time.Duration) {
 	t.Helper()
 	g.Eventually(readyCondition(gt.sync, func() []metav1.Condition { return gt.sync.Status.Conditions }), within).
-		Should(HaveField("Status", metav1.ConditionTrue), "the good Sync is Ready")
+		WithPolling(25*time.Millisecond).Should(HaveField("Status", metav1.ConditionTrue), "the good Sync is Ready")
 	g.Eventually(readyCondition(gt.auto, func() []metav1.Condition { return gt.auto.Status.Conditions }), within).
-		Should(HaveField("Status", metav1.ConditionTrue), "the good automation is Ready")
+		WithPolling(25*time.Millisecond).Should(HaveField("Status", metav1.ConditionTrue), "the good automation is Ready")
 	g.Expect(gt.git.ReadFile(t, "apps", "main", "deploy/agent.yaml")).To(ContainSubstring(":1.1.0"))
 }
 
