@@ -97,3 +97,24 @@ func TestWaitForBusyCloneEndsAtTheTimeout(t *testing.T) {
 	g.Expect(err).To(MatchError(gitrepo.ErrTimeout))
 	g.Expect(err.Error()).To(ContainSubstring("waiting for the kept clone"))
 }
+
+func TestPushToServerThatNeverAnswersTimesOut(t *testing.T) {
+	g := NewWithT(t)
+	gate := make(chan struct{}) // never opened: pushes get no answer
+	srv := gitserver.Start(t, gitserver.WithPushGate(gate))
+	// The server waits for the held push before it stops.
+	t.Cleanup(func() { close(gate) })
+	srv.InitRepo(t, "fleet", "main", seedFiles)
+	before := srv.Log(t, "fleet", "main")[0].SHA
+	remote := newRemote(t, srv.HTTPURL("fleet"), nil)
+	remote.Timeout = tarpitTimeout
+	s := open(t, newCache(t), remote, "main", "")
+
+	err := openWithin(t, 10*tarpitTimeout, func(ctx context.Context) error {
+		_, err := s.WriteBack(ctx, author, writeFiles(map[string]string{"clusters/prod/agent.yaml": "image: ghcr.io/acme/agent:1.4.2\n"}))
+		return err
+	})
+	g.Expect(err).To(MatchError(gitrepo.ErrTimeout))
+	g.Expect(err.Error()).To(ContainSubstring("pushing to"))
+	g.Expect(srv.Log(t, "fleet", "main")[0].SHA).To(Equal(before), "nothing was pushed")
+}
