@@ -46,6 +46,7 @@ func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, a
 		}
 		return nil, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.url: %w", err))
 	}
+	remote.Timeout = src.GetTimeout()
 	return remote, nil
 }
 
@@ -87,6 +88,8 @@ func gitError(err error) error {
 		return degraded(uprevv1.BadCommitReason, err)
 	case errors.Is(err, gitrepo.ErrAuthentication), errors.Is(err, gitrepo.ErrUnknownHostKey), errors.Is(err, gitrepo.ErrInvalidSecret):
 		return transient(uprevv1.AuthenticationFailedReason, err)
+	case errors.Is(err, gitrepo.ErrTimeout):
+		return transient(uprevv1.GitTimeoutReason, err)
 	default:
 		return transient(uprevv1.GitOperationFailedReason, err)
 	}

@@ -231,7 +231,7 @@ func fluxAutomation(obj *iacv1.ImageUpdateAutomation, repo *sourcev1.GitReposito
 			Interval:       spec.Interval,
 			PolicySelector: spec.PolicySelector,
 			Git: uprevv1.GitSpec{
-				GitSource: uprevv1.GitSource{URL: repo.Spec.URL, SecretRef: repo.Spec.SecretRef, Ref: uprevv1.GitRef{Branch: branch}},
+				GitSource: uprevv1.GitSource{URL: repo.Spec.URL, SecretRef: repo.Spec.SecretRef, Ref: uprevv1.GitRef{Branch: branch}, Timeout: repo.Spec.Timeout},
 				Commit: uprevv1.CommitSpec{
 					Author: uprevv1.CommitUser{Name: gitSpec.Commit.Author.Name, Email: gitSpec.Commit.Author.Email},
 				},

@@ -50,6 +50,10 @@ type Options struct {
 	StoragePath string
 	// Concurrency is the number of objects of one kind reconciled at once.
 	Concurrency int
+	// GitSessionsPerNamespace bounds the Git sessions the Syncs and
+	// automations of one namespace have open at once; 0 means
+	// DefaultGitSessionsPerNamespace.
+	GitSessionsPerNamespace int
 	// Registry configures registry access (per-host limits, retries).
 	Registry registry.ScannerOptions
 	// MaxCRDLayerSize bounds an artifact layer read for CRD bundles; 0
@@ -181,6 +185,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the clone cache: %w", err)
 		}
 	}
+	slots := newGitSlots(opts.GitSessionsPerNamespace)
 	var pushes *gitPushEvents
 	if slices.Contains(opts.Controllers, Apply) {
 		var err error
@@ -189,7 +194,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes}
+		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes, gitSlots: slots}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}
@@ -206,7 +211,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering target component metrics: %w", err)
 		}
 		syncs := &SyncReconciler{Clones: clones, KubeConfig: opts.KubeConfig, DefaultServiceAccount: opts.DefaultServiceAccount,
-			ComponentInfo: componentInfo, TokenCache: tokens, pushes: pushes}
+			ComponentInfo: componentInfo, TokenCache: tokens, pushes: pushes, gitSlots: slots}
 		if err := syncs.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up Sync controller: %w", err)
 		}

@@ -76,6 +76,24 @@ func degraded(reason string, err error) error {
 	return &degradedError{reason: reason, err: err}
 }
 
+// waitingError means the run did not start its work because what it
+// needs is taken by other runs: the object runs again after retryAfter,
+// with Reconciling saying why and its Ready condition left as it was.
+type waitingError struct {
+	reason     string
+	err        error
+	retryAfter time.Duration
+}
+
+func (e *waitingError) Error() string { return e.err.Error() }
+func (e *waitingError) Unwrap() error { return e.err }
+
+// waiting wraps err as a wait with the given Reconciling reason, retried
+// after about d.
+func waiting(reason string, d time.Duration, err error) error {
+	return &waitingError{reason: reason, err: err, retryAfter: d}
+}
+
 // outcome is how one reconcile ended; the object's conditions, its
 // observedGeneration and the controller's result all follow from it.
 type outcome struct {
@@ -93,7 +111,12 @@ func setConditions(obj statusObject, o outcome) (observed bool) {
 	var stall *stalledError
 	var retry *transientError
 	var partial *degradedError
+	var wait *waitingError
 	switch {
+	case errors.As(o.err, &wait):
+		conditions.Delete(obj, meta.StalledCondition)
+		conditions.MarkReconciling(obj, wait.reason, "%s", wait.Error())
+		return false
 	case o.err == nil:
 		conditions.Delete(obj, meta.ReconcilingCondition)
 		conditions.Delete(obj, meta.StalledCondition)
@@ -129,7 +152,10 @@ func (o outcome) result() (ctrl.Result, error) {
 	var stall *stalledError
 	var partial *degradedError
 	var retry *transientError
+	var wait *waitingError
 	switch {
+	case errors.As(o.err, &wait):
+		return ctrl.Result{RequeueAfter: jitter.JitteredIntervalDuration(wait.retryAfter)}, nil
 	case errors.As(o.err, &retry) && retry.retryAfter > 0:
 		return ctrl.Result{RequeueAfter: retry.retryAfter}, nil
 	case o.err == nil, errors.As(o.err, &partial):

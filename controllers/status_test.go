@@ -56,3 +56,19 @@ func TestOutcomeConditionsAndResult(t *testing.T) {
 		})
 	}
 }
+
+func TestWaitingLeavesReadyAsItWas(t *testing.T) {
+	g := NewWithT(t)
+	obj := &imagev1.ImagePolicy{}
+	conditions.MarkTrue(obj, meta.ReadyCondition, meta.SucceededReason, "applied")
+	o := outcome{err: waiting("GitSlotsBusy", time.Second, errors.New("namespace busy")), requeueAfter: time.Hour}
+
+	g.Expect(setConditions(obj, o)).To(BeFalse(), "a wait observes nothing")
+	ready := conditions.Get(obj, meta.ReadyCondition)
+	g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(ready.Message).To(Equal("applied"))
+	g.Expect(conditions.GetReason(obj, meta.ReconcilingCondition)).To(Equal("GitSlotsBusy"))
+	res, err := o.result()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeNumerically("~", time.Second, 500*time.Millisecond))
+}

@@ -65,6 +65,9 @@ type SyncReconciler struct {
 	// pushes are commits this manager pushed; the Syncs of their branch
 	// reconcile at once.
 	pushes *gitPushEvents
+	// gitSlots bounds the Git sessions of a namespace, shared with the
+	// automations; nil bounds nothing.
+	gitSlots *gitSlots
 
 	// appliers keeps the Applier of each target of each live Sync.
 	appliers targetAppliers
@@ -183,10 +186,15 @@ func (r *SyncReconciler) connect(ctx context.Context, run *syncRun) error {
 	return nil
 }
 
-// build fetches the revision and builds its manifests; a build error
-// applies nothing.
+// build fetches the revision and builds its manifests, in a Git slot of
+// the Sync's namespace; a build error applies nothing.
 func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 	spec := run.sync.Spec
+	release, err := r.gitSlots.acquire(ctx, run.sync.Namespace, objectID("Sync", client.ObjectKeyFromObject(run.sync)))
+	if err != nil {
+		return err
+	}
+	defer release()
 	remote, err := gitRemote(ctx, r.Client, r.TokenCache, gitAccess{kind: "Sync", object: run.sync, secretNamespace: run.sync.Namespace}, spec.Git)
 	if err != nil {
 		return err
@@ -197,7 +205,7 @@ func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 		if errors.Is(err, gitrepo.ErrInvalidRef) {
 			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.ref: %w", err))
 		}
-		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
+		return gitError(fmt.Errorf("fetching %s: %w", remote.Redacted(), err))
 	}
 	defer session.Close()
 	run.revision = revision

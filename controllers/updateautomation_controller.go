@@ -56,6 +56,9 @@ type UpdateAutomationReconciler struct {
 	MaxCRDLayerSize int64
 	// pushes, when set, hears of every push, for the Syncs of the branch.
 	pushes *gitPushEvents
+	// gitSlots bounds the Git sessions of a namespace, shared with the
+	// Syncs; nil bounds nothing.
+	gitSlots *gitSlots
 	// bundles holds, per spec.crds entry of each automation, the last
 	// bundle read (a readBundle).
 	bundles sync.Map
@@ -194,6 +197,8 @@ type automationRun struct {
 	// notReady names selected policies without a latest ref yet.
 	notReady []string
 	session  *gitrepo.Session
+	// releaseGit gives back the run's Git slot, nil before it has one.
+	releaseGit func()
 	// rules are the write-back rules of the run, with the holds in force.
 	rules *guard.Rules
 	// crds are the CRD bundles read for this run.
@@ -222,6 +227,7 @@ type automationRun struct {
 func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automationRun) error {
 	phases := []func(context.Context, *automationRun) error{
 		r.validate,
+		r.takeGitSlot,
 		r.selectPolicies,
 		r.openRepository,
 		r.readHolds,
@@ -232,6 +238,9 @@ func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automat
 	defer func() {
 		if run.session != nil {
 			run.session.Close()
+		}
+		if run.releaseGit != nil {
+			run.releaseGit()
 		}
 	}()
 	// Status follows whatever the run found, also when it stopped part-way.
@@ -294,6 +303,18 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 	return nil
 }
 
+// takeGitSlot takes a Git slot of the automation's namespace for the rest
+// of the run. It comes before anything the run finds is recorded, so that
+// a run that waits for a slot leaves status as it was.
+func (r *UpdateAutomationReconciler) takeGitSlot(ctx context.Context, run *automationRun) error {
+	release, err := r.gitSlots.acquire(ctx, run.auto.Namespace, objectID(run.front.kind, client.ObjectKeyFromObject(run.auto)))
+	if err != nil {
+		return err
+	}
+	run.releaseGit = release
+	return nil
+}
+
 // openRepository brings the kept clone up to date and locks it for the run.
 func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *automationRun) error {
 	front := run.front
@@ -314,7 +335,7 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 		Owner:      objectID(front.kind, client.ObjectKeyFromObject(run.auto)),
 	})
 	if err != nil {
-		return gitError(fmt.Errorf("fetching %s: %w", remote.URL, err))
+		return gitError(fmt.Errorf("fetching %s: %w", remote.Redacted(), err))
 	}
 	return nil
 }

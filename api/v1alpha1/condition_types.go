@@ -23,6 +23,13 @@ const (
 	// valid path (`..`, `.git`, a name with a slash); nothing of it was
 	// checked out, and the next run at the interval looks at the tip again.
 	BadCommitReason = "BadCommit"
+	// GitTimeoutReason: the Git server (named in the message) did not
+	// answer within spec.git.timeout; retried with backoff.
+	GitTimeoutReason = "GitTimeout"
+	// GitSlotsBusyReason (Reconciling): the object's namespace has as many
+	// Git operations under way as the manager allows one namespace; the
+	// object runs again shortly, its Ready condition left as it was.
+	GitSlotsBusyReason = "GitSlotsBusy"
 	// UpdateFailedReason: files could not be rewritten.
 	UpdateFailedReason = "UpdateFailed"
 	// BuildFailedReason: the manifests could not be built.

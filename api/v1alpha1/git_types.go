@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"time"
+
 	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // GitSource says which Git repository and revision to read, and how to
@@ -22,6 +25,23 @@ type GitSource struct {
 	// a branch.
 	// +required
 	Ref GitRef `json:"ref"`
+
+	// Timeout of each network operation with the repository (a clone, a
+	// fetch, a push) and of the wait for another run using the same kept
+	// clone, as Flux's GitRepository timeout. Default: 60s.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// GetTimeout returns spec.git.timeout, zero when it is not set (the
+// default then applies).
+func (s GitSource) GetTimeout() time.Duration {
+	if s.Timeout == nil {
+		return 0
+	}
+	return s.Timeout.Duration
 }
 
 // GitRef names one Git revision. When several fields are set, commit wins

@@ -1,11 +1,13 @@
 package gitrepo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -24,14 +26,24 @@ const (
 	SecretCACert      = "ca.crt"
 )
 
+// DefaultTimeout bounds each network operation with a remote whose
+// Timeout is not set, as Flux's GitRepository timeout does by default.
+const DefaultTimeout = 60 * time.Second
+
 // Remote is a Git repository URL and what it takes to reach it.
 type Remote struct {
 	// URL is the repository URL: https://, http:// or ssh://.
 	URL string
+	// Timeout bounds each network operation with the remote (a clone, a
+	// fetch, a push) and the wait for its kept clone; zero means
+	// DefaultTimeout.
+	Timeout time.Duration
 
 	auth     transport.AuthMethod
 	caBundle []byte
 	proxy    transport.ProxyOptions
+	// ssh says the URL is ssh://.
+	ssh bool
 }
 
 // UseProxy sends the remote's traffic through the proxy at u (http://,
@@ -41,6 +53,58 @@ func (r *Remote) UseProxy(u *url.URL) {
 	plain := *u
 	plain.User = nil
 	r.proxy = transport.ProxyOptions{URL: plain.String(), Username: u.User.Username(), Password: password}
+}
+
+// timeout returns the bound of one network operation.
+func (r *Remote) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Host returns the host (and port) of the remote's URL, without the user
+// or anything else that could hold a credential.
+func (r *Remote) Host() string {
+	if u, err := url.Parse(r.URL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "the Git server"
+}
+
+// Redacted returns the remote's URL with its password, if any, replaced,
+// for messages.
+func (r *Remote) Redacted() string {
+	if u, err := url.Parse(r.URL); err == nil {
+		return u.Redacted()
+	}
+	return r.Host()
+}
+
+// withDeadline runs op, a network operation described by what, under the
+// remote's timeout, with the proxy options op must use, and reports a
+// timeout that passed as ErrTimeout naming the host. go-git's HTTP
+// transport ends its requests and their reads with the context; its SSH
+// transport shakes hands before it looks at the context, so SSH
+// connections get the deadline on the connection itself (sshDeadlineProxy).
+func (r *Remote) withDeadline(ctx context.Context, what string, op func(context.Context, transport.ProxyOptions) error) error {
+	deadline := time.Now().Add(r.timeout())
+	opCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	proxyOpts := r.proxy
+	if r.ssh {
+		var forget func()
+		var err error
+		if proxyOpts, forget, err = sshDeadlineProxy(deadline, r.proxy); err != nil {
+			return err
+		}
+		defer forget()
+	}
+	err := op(opCtx, proxyOpts)
+	if err != nil && ctx.Err() == nil && !time.Now().Before(deadline) {
+		return fmt.Errorf("%w: %s %s gave no answer within %s", ErrTimeout, what, r.Host(), r.timeout())
+	}
+	return err
 }
 
 // NewRemote returns the Remote for rawURL authenticated with the data of a
@@ -64,6 +128,7 @@ func NewRemote(rawURL string, data map[string][]byte) (*Remote, error) {
 		r.caBundle = data[SecretCACert]
 		r.auth, err = httpAuth(data)
 	case "ssh":
+		r.ssh = true
 		r.auth, err = sshAuth(u, data)
 	default:
 		return nil, fmt.Errorf("unsupported Git URL scheme %q (want https, http or ssh)", u.Scheme)

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/go-logr/logr"
@@ -183,7 +184,7 @@ type Session struct {
 }
 
 // Open locks the kept clone of remote and opts.Branch, waiting for other
-// users of it (or for ctx), then clones or fetches it and checks out the tip
+// users of it (for ctx, and at most the remote's timeout), then clones or fetches it and checks out the tip
 // of the branch in its working tree.
 func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Session, error) {
 	if opts.Branch == "" {
@@ -199,7 +200,7 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	s.branch, s.pushBranch = opts.Branch, opts.PushBranch
 	if err := s.sync(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("fetching branch %q of %s: %w", opts.Branch, remote.URL, err)
+		return nil, fmt.Errorf("fetching branch %q of %s: %w", opts.Branch, remote.Redacted(), err)
 	}
 	return s, nil
 }
@@ -215,14 +216,23 @@ func (c *Cache) session(ctx context.Context, remote *Remote, name, owner string)
 		c.owners[owner] = kc
 	}
 	c.mu.Unlock()
+	// The wait is real time, as the network operations it waits for are.
+	timer := time.NewTimer(remote.timeout())
+	defer timer.Stop()
+	var waitErr error
 	select {
 	case kc.lock <- struct{}{}:
 	case <-ctx.Done():
+		waitErr = ctx.Err()
+	case <-timer.C:
+		waitErr = fmt.Errorf("%w: another run has used it for more than %s", ErrTimeout, remote.timeout())
+	}
+	if waitErr != nil {
 		c.mu.Lock()
 		kc.users--
 		kc.lastUsed = c.clock.Now()
 		c.mu.Unlock()
-		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.URL, ctx.Err())
+		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.Redacted(), waitErr)
 	}
 	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, tree: kc.tree}
 	c.mu.Lock()
@@ -584,12 +594,14 @@ func (s *Session) fetchPushBranch(ctx context.Context, repo *git.Repository) err
 }
 
 func (s *Session) fetchSpecs(ctx context.Context, repo *git.Repository, specs []config.RefSpec) error {
-	err := s.origin(repo).FetchContext(ctx, &git.FetchOptions{
-		RefSpecs:     specs,
-		Auth:         s.remote.auth,
-		CABundle:     s.remote.caBundle,
-		ProxyOptions: s.remote.proxy,
-		Tags:         git.NoTags,
+	err := s.remote.withDeadline(ctx, "fetching from", func(ctx context.Context, proxy transport.ProxyOptions) error {
+		return s.origin(repo).FetchContext(ctx, &git.FetchOptions{
+			RefSpecs:     specs,
+			Auth:         s.remote.auth,
+			CABundle:     s.remote.caBundle,
+			ProxyOptions: proxy,
+			Tags:         git.NoTags,
+		})
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return classify(err)

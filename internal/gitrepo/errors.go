@@ -30,6 +30,9 @@ var (
 	// ErrInvalidSecret means a Secret's data cannot be used: a key is
 	// missing, malformed, or does not fit the URL's scheme.
 	ErrInvalidSecret = errors.New("invalid secret")
+	// ErrTimeout means a network operation with the remote did not end
+	// within the remote's timeout; its message names the host.
+	ErrTimeout = errors.New("timeout")
 )
 
 // PushRejectedError means every push attempt was rejected because the remote
@@ -99,7 +102,7 @@ func classify(err error) error {
 func isRemoteError(err error) bool {
 	var netErr net.Error
 	var bad *BadCommitError
-	return errors.Is(err, ErrAuthentication) || errors.Is(err, ErrUnknownHostKey) ||
+	return errors.Is(err, ErrAuthentication) || errors.Is(err, ErrUnknownHostKey) || errors.Is(err, ErrTimeout) ||
 		errors.Is(err, ErrRefNotFound) || errors.Is(err, transport.ErrRepositoryNotFound) ||
 		errors.As(err, &netErr) || errors.As(err, &bad)
 }

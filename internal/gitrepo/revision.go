@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // ErrInvalidRef means a Ref cannot name a revision: it is empty, its commit
@@ -51,7 +52,7 @@ type Ref struct {
 // ErrInvalidRef.
 func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref, owner string) (*Session, string, error) {
 	if err := ref.validate(); err != nil {
-		return nil, "", fmt.Errorf("opening Git repository %s: %w", remote.URL, err)
+		return nil, "", fmt.Errorf("opening Git repository %s: %w", remote.Redacted(), err)
 	}
 	if ref.Commit == "" && ref.Tag == "" {
 		s, err := c.Open(ctx, remote, OpenOptions{Branch: ref.Branch, Owner: owner})
@@ -71,7 +72,7 @@ func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref, owner
 	commit, err := s.syncRevision(ctx, target)
 	if err != nil {
 		s.Close()
-		return nil, "", fmt.Errorf("fetching %s of %s: %w", target.what, remote.URL, err)
+		return nil, "", fmt.Errorf("fetching %s of %s: %w", target.what, remote.Redacted(), err)
 	}
 	s.revision = commit
 	revision := "sha1:" + commit.String()
@@ -222,13 +223,15 @@ func (s *Session) recloneRevision(ctx context.Context, t revisionTarget, why err
 // remote no longer has, and then the refs of the kept clone the target
 // does not fetch.
 func (s *Session) fetchRevision(ctx context.Context, repo *git.Repository, t revisionTarget) error {
-	err := s.origin(repo).FetchContext(ctx, &git.FetchOptions{
-		RefSpecs:     t.specs,
-		Auth:         s.remote.auth,
-		CABundle:     s.remote.caBundle,
-		ProxyOptions: s.remote.proxy,
-		Tags:         git.NoTags,
-		Prune:        true,
+	err := s.remote.withDeadline(ctx, "fetching from", func(ctx context.Context, proxy transport.ProxyOptions) error {
+		return s.origin(repo).FetchContext(ctx, &git.FetchOptions{
+			RefSpecs:     t.specs,
+			Auth:         s.remote.auth,
+			CABundle:     s.remote.caBundle,
+			ProxyOptions: proxy,
+			Tags:         git.NoTags,
+			Prune:        true,
+		})
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return classify(err)

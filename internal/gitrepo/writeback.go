@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 
 	"github.com/uprev-dev/uprev/internal/confined"
@@ -385,16 +386,18 @@ func (s *Session) pushed(commit plumbing.Hash) error {
 	return nil
 }
 
-// push pushes commit to ref, without force.
+// push pushes commit to ref, without force, within the remote's timeout.
 func (s *Session) push(ctx context.Context, commit plumbing.Hash, ref plumbing.ReferenceName, options map[string]string) error {
 	spec := config.RefSpec(fmt.Sprintf("%s:%s", commit, ref))
-	err := s.origin(s.repo).PushContext(ctx, &git.PushOptions{
-		RemoteName:   s.clone.name,
-		RefSpecs:     []config.RefSpec{spec},
-		Auth:         s.remote.auth,
-		CABundle:     s.remote.caBundle,
-		Options:      options,
-		ProxyOptions: s.remote.proxy,
+	err := s.remote.withDeadline(ctx, "pushing to", func(ctx context.Context, proxy transport.ProxyOptions) error {
+		return s.origin(s.repo).PushContext(ctx, &git.PushOptions{
+			RemoteName:   s.clone.name,
+			RefSpecs:     []config.RefSpec{spec},
+			Auth:         s.remote.auth,
+			CABundle:     s.remote.caBundle,
+			Options:      options,
+			ProxyOptions: proxy,
+		})
 	})
 	return classify(err)
 }

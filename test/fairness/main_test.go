@@ -1,0 +1,113 @@
+// Package fairness runs the uprev binary with a tenant whose Git server
+// never answers, and shows that the other tenants' Syncs and automations
+// go on as before: every Git call has a deadline and one namespace's Git
+// work holds only a few workers.
+package fairness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
+)
+
+var (
+	// k8s reaches the shared cluster as an administrator.
+	k8s client.Client
+	// kubeconfigPath is the file the manager reads the admin's kubeconfig from.
+	kubeconfigPath string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+// runSuite starts the shared control plane, runs the tests and stops it.
+func runSuite(m *testing.M) int {
+	c, err := cluster.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Stop()
+	kubeconfig, err := c.KubeConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "uprev-fairness-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	kubeconfigPath = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8s, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func init() {
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+}
+
+// startManager runs the uprev binary with the given flags on top of the
+// test defaults, until the test ends.
+func startManager(t testing.TB, flags ...string) *manager.Process {
+	t.Helper()
+	return manager.Start(t, manager.Build(t), kubeconfigPath, t.TempDir(), flags...)
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// create creates obj, failing the test otherwise.
+func create(t testing.TB, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// readyCondition returns a function that reads obj's Ready condition.
+func readyCondition(obj client.Object, conds func() []metav1.Condition) func(Gomega) *metav1.Condition {
+	return func(g Gomega) *metav1.Condition {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		for _, c := range conds() {
+			if c.Type == meta.ReadyCondition {
+				return &c
+			}
+		}
+		return nil
+	}
+}
