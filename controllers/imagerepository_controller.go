@@ -48,6 +48,9 @@ type ImageRepositoryReconciler struct {
 	// TokenCache keeps cloud registry tokens (spec.provider aws, azure,
 	// gcp) until shortly before they expire; nil fetches one every time.
 	TokenCache *cache.TokenCache
+	// DefaultServiceAccount is the cloud identity of repositories without
+	// serviceAccountName (--default-service-account; see cloudIdentity).
+	DefaultServiceAccount string
 	// Tags keeps the tags of every repository across restarts.
 	Tags registry.Store
 	// Clock tells the time; the wall clock when nil.
@@ -157,7 +160,7 @@ func (r *ImageRepositoryReconciler) nextScanIn(repo *imagev1.ImageRepository, ca
 
 // scan lists the tags, drops the excluded ones and stores the rest.
 func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.ImageRepository, exclusions []string) ([]string, error) {
-	access, err := registryAccess(ctx, r.Client, repo, r.TokenCache)
+	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return nil, err
 	}
