@@ -130,6 +130,14 @@ func (e *awsECR) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const ecrRegistry = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
 
+// ecrHost is the ECR registry of region. Tests whose manager identity
+// differs from the others' use a region of their own: the manager's token
+// cache keys controller-level credentials by provider and region, and one
+// manager serves the whole suite.
+func ecrHost(region string) string {
+	return "123456789012.dkr.ecr." + region + ".amazonaws.com"
+}
+
 func TestAWSWorkloadIdentityScansWithAnECRToken(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -170,10 +178,16 @@ func setIRSAEnv(t *testing.T, role, webIdentity string) {
 // newAWSNet serves the ECR registry front, STS and the ECR API of
 // eu-west-1 behind the cloud proxy.
 func newAWSNet(t *testing.T, front, sts, ecr http.Handler) *cloudNet {
+	return newAWSNetIn(t, "eu-west-1", front, sts, ecr)
+}
+
+// newAWSNetIn serves the ECR registry front, STS and the ECR API of region
+// behind the cloud proxy.
+func newAWSNetIn(t *testing.T, region string, front, sts, ecr http.Handler) *cloudNet {
 	return newCloudNet(t, map[string]http.Handler{
-		ecrRegistry:                       front,
-		"sts.eu-west-1.amazonaws.com":     sts,
-		"api.ecr.eu-west-1.amazonaws.com": ecr,
+		ecrHost(region):                        front,
+		"sts." + region + ".amazonaws.com":     sts,
+		"api.ecr." + region + ".amazonaws.com": ecr,
 	})
 }
 
@@ -243,7 +257,8 @@ func TestRefusedWebIdentityIsReportedWithoutTheToken(t *testing.T) {
 	sts := &awsSTS{keys: map[string]bool{}, accept: func(string, string) bool { return false }}
 	ecr := &awsECR{sts: sts, registry: front}
 	setIRSAEnv(t, "arn:aws:iam::123456789012:role/other", "projected-sa-jwt")
-	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/web", "aws")
+	t.Setenv("AWS_REGION", "eu-north-1")
+	repo := newCloudRepository(t, ns, newAWSNetIn(t, "eu-north-1", front, sts, ecr), ecrHost("eu-north-1")+"/acme/web", "aws")
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, repo)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
@@ -306,13 +321,13 @@ func TestEKSPodIdentityScansWithAnECRToken(t *testing.T) {
 	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", tokenFile)
 	t.Setenv("AWS_ROLE_ARN", "")
 	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "")
-	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AWS_REGION", "us-east-2")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CA_BUNDLE", "")
 
-	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/pod-identity", "aws")
+	repo := newCloudRepository(t, ns, newAWSNetIn(t, "us-east-2", front, sts, ecr), ecrHost("us-east-2")+"/acme/pod-identity", "aws")
 	waitForCloudScan(t, repo, 2)
 	g.Expect(front.refused()).To(BeZero())
 	g.Expect(agent.calls.Load()).To(BeNumerically(">=", 1), "the credentials came from the Pod Identity Agent")
