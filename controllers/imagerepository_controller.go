@@ -19,6 +19,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/cache"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,6 +58,8 @@ type ImageRepositoryReconciler struct {
 	Clock clock.PassiveClock
 	// TagCount, when set, is the tags-per-repository gauge.
 	TagCount *prometheus.GaugeVec
+	// shares bounds the workers one registry or namespace holds.
+	shares *workerShares
 }
 
 // NewTagCountMetric returns the tags-per-repository gauge.
@@ -74,6 +77,7 @@ func (r *ImageRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts cont
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&imagev1.ImageRepository{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
@@ -122,7 +126,12 @@ func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: wait}
 	}
 
+	release, busy, ok := r.shares.tryAcquire(scanShareKeys(repo)...)
+	if !ok {
+		return waitForShare(repo, busy)
+	}
 	tags, err := r.scan(ctx, repo, exclusions)
+	release()
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -183,10 +192,40 @@ func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.Imag
 	return tags, nil
 }
 
+// scanShareKeys are the worker shares a scan of repo takes: its registry
+// host with the proxy it goes through, and its namespace.
+func scanShareKeys(repo *imagev1.ImageRepository) []string {
+	host, err := registry.RegistryHost(repo.Spec.Image)
+	if err != nil {
+		host = repo.Spec.Image
+	}
+	if ref := repo.Spec.ProxySecretRef; ref != nil {
+		host += " via the proxy of Secret " + repo.Namespace + "/" + ref.Name
+	}
+	return []string{"registry " + host, "namespace " + repo.Namespace}
+}
+
+// waitForShare is the outcome of a scan put off because key holds its
+// share of the workers: a Ready repository stays Ready with its last scan,
+// any other reports that it waits; both come back after busyRetry.
+func waitForShare(repo *imagev1.ImageRepository, key string) outcome {
+	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
+		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
+	}
+	return outcome{err: transientAfter(registryBusyReason,
+		fmt.Errorf("waiting to scan: %s already holds its share of the scan workers", key), busyRetry)}
+}
+
+// tagListTooLargeReason: the registry's tag list is past the documented
+// bounds on tags, bytes or pages.
+const tagListTooLargeReason = "TagListTooLarge"
+
 // registryError sorts a registry error into Stalled or retried, with a
 // condition reason.
 func registryError(err error) error {
 	switch {
+	case errors.Is(err, registry.ErrTagListTooLarge):
+		return transient(tagListTooLargeReason, err)
 	case errors.Is(err, registry.ErrInvalidConfig):
 		return stalled(imagev1.ImageURLInvalidReason, err)
 	case errors.Is(err, registry.ErrUnauthorized):
