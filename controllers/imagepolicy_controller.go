@@ -58,12 +58,15 @@ type ImagePolicyReconciler struct {
 	// namespace, whatever its accessFrom says (Flux's
 	// --no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
+	// shares bounds the workers one registry or namespace holds.
+	shares *workerShares
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
 func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = mgr.GetClient()
 	r.Events = mgr.GetEventRecorder("uprev-image-policy")
+	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, imageRepositoryRefIndex,
 		func(obj client.Object) []string {
 			pol := obj.(*imagev1.ImagePolicy)
@@ -205,6 +208,12 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 			return prev.Digest, nil
 		}
 	}
+	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
+	if !ok {
+		return "", transientAfter(registryBusyReason,
+			fmt.Errorf("waiting to look up the digest: %s already holds its share of the policy workers", busy), busyRetry)
+	}
+	defer release()
 	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return "", err

@@ -192,9 +192,15 @@ func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.Imag
 	return tags, nil
 }
 
-// scanShareKeys are the worker shares a scan of repo takes: its registry
-// host with the proxy it goes through, and its namespace.
+// scanShareKeys are the worker shares a scan of repo takes: its registry's
+// and its namespace's.
 func scanShareKeys(repo *imagev1.ImageRepository) []string {
+	return []string{registryShareKey(repo), namespaceShareKey(repo.Namespace)}
+}
+
+// registryShareKey is the worker share of repo's registry: its host, with
+// the proxy its requests go through.
+func registryShareKey(repo *imagev1.ImageRepository) string {
 	host, err := registry.RegistryHost(repo.Spec.Image)
 	if err != nil {
 		host = repo.Spec.Image
@@ -202,7 +208,12 @@ func scanShareKeys(repo *imagev1.ImageRepository) []string {
 	if ref := repo.Spec.ProxySecretRef; ref != nil {
 		host += " via the proxy of Secret " + repo.Namespace + "/" + ref.Name
 	}
-	return []string{"registry " + host, "namespace " + repo.Namespace}
+	return "registry " + host
+}
+
+// namespaceShareKey is the worker share of namespace ns.
+func namespaceShareKey(ns string) string {
+	return "namespace " + ns
 }
 
 // waitForShare is the outcome of a scan put off because key holds its
