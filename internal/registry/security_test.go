@@ -262,3 +262,19 @@ func TestSlotsAreKeyedByProxy(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(tags).To(ConsistOf("1.0.0"))
 }
+
+// TestListTagsDeadlineNamesTheHost: a registry that stops answering ends a
+// tag list at the Access timeout, with an error naming its host.
+func TestListTagsDeadlineNamesTheHost(t *testing.T) {
+	g := NewWithT(t)
+	r := testregistry.Start(t)
+	r.PushTags(t, "acme/agent", "1.0.0")
+	release := r.Hold()
+	defer release()
+	c := newClient(t, ScannerOptions{}, Access{Timeout: time.Second})
+	start := time.Now()
+	_, err := c.ListTags(t.Context(), r.Image("acme/agent"))
+	g.Expect(err).To(MatchError(ErrTransient))
+	g.Expect(err.Error()).To(ContainSubstring(r.Host()))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second))
+}
