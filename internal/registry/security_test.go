@@ -254,7 +254,9 @@ func TestSlotsAreKeyedByProxy(t *testing.T) {
 	slow, err := s.Client(t.Context(), Access{ProxySecret: map[string][]byte{"address": []byte(proxy.URL)}, Timeout: 30 * time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _, _ = slow.ListTags(t.Context(), r.Image("acme/agent")) }()
-	g.Eventually(func() int { return len(s.limitsFor(proxyKey(r.Host(), strings.TrimPrefix(proxy.URL, "http://"))).slots) }).Should(Equal(1))
+	g.Eventually(func() int {
+		return len(s.limitsFor(proxyKey(r.Host(), strings.TrimPrefix(proxy.URL, "http://"))).slots)
+	}).Should(Equal(1))
 
 	fast, err := s.Client(t.Context(), Access{Timeout: 5 * time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
