@@ -49,18 +49,24 @@ type ImagePolicyReconciler struct {
 	// TokenCache keeps cloud registry tokens (spec.provider aws, azure,
 	// gcp) until shortly before they expire; nil fetches one every time.
 	TokenCache *cache.TokenCache
+	// DefaultServiceAccount is the cloud identity of repositories without
+	// serviceAccountName (--default-service-account; see cloudIdentity).
+	DefaultServiceAccount string
 	// Tags is the store the ImageRepositoryReconciler writes.
 	Tags registry.Store
 	// NoCrossNamespaceRefs refuses an ImageRepository in another
 	// namespace, whatever its accessFrom says (Flux's
 	// --no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
+	// shares bounds the workers one registry or namespace holds.
+	shares *workerShares
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
 func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = mgr.GetClient()
 	r.Events = mgr.GetEventRecorder("uprev-image-policy")
+	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, imageRepositoryRefIndex,
 		func(obj client.Object) []string {
 			pol := obj.(*imagev1.ImagePolicy)
@@ -151,29 +157,41 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 }
 
 // repository returns the policy's ImageRepository once it is readable,
-// allowed by its accessFrom, and scanned. A missing or unscanned repository
-// is waited for, not retried: its creation and its scans trigger the policy.
+// allowed, and scanned. A missing or unscanned repository is waited for,
+// not retried: its creation and its scans trigger the policy.
 func (r *ImagePolicyReconciler) repository(ctx context.Context, pol *imagev1.ImagePolicy) (*imagev1.ImageRepository, error) {
+	repo, err := allowedRepository(ctx, r.Client, pol, r.NoCrossNamespaceRefs)
+	if err != nil {
+		return nil, err
+	}
+	if repo.Status.LastScanResult == nil {
+		return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s has not been scanned yet", repositoryOf(pol)))
+	}
+	return repo, nil
+}
+
+// allowedRepository returns a policy's ImageRepository if the policy may
+// use it: the same namespace, or another one when noCrossNamespaceRefs is
+// off and the repository's accessFrom allows the policy's namespace. Every
+// use of a repository's credentials on behalf of a policy goes through it.
+func allowedRepository(ctx context.Context, c client.Client, pol *imagev1.ImagePolicy, noCrossNamespaceRefs bool) (*imagev1.ImageRepository, error) {
 	key := repositoryOf(pol)
-	if r.NoCrossNamespaceRefs && key.Namespace != pol.Namespace {
+	if noCrossNamespaceRefs && key.Namespace != pol.Namespace {
 		return nil, stalledf(aclapi.AccessDeniedReason,
 			"cannot use ImageRepository %s from namespace %s: references across namespaces are turned off (--no-cross-namespace-refs)", key, pol.Namespace)
 	}
 	repo := &imagev1.ImageRepository{}
-	if err := r.Get(ctx, key, repo); err != nil {
+	if err := c.Get(ctx, key, repo); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s not found", key))
 		}
 		return nil, fmt.Errorf("reading ImageRepository %s: %w", key, err)
 	}
-	if err := acl.NewAuthorization(r.Client).HasAccessToRef(ctx, pol, key, repo.Spec.AccessFrom); err != nil {
+	if err := acl.NewAuthorization(c).HasAccessToRef(ctx, pol, key, repo.Spec.AccessFrom); err != nil {
 		if acl.IsAccessDenied(err) {
 			return nil, stalled(aclapi.AccessDeniedReason, err)
 		}
 		return nil, fmt.Errorf("checking access to ImageRepository %s: %w", key, err)
-	}
-	if repo.Status.LastScanResult == nil {
-		return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s has not been scanned yet", key))
 	}
 	return repo, nil
 }
@@ -190,7 +208,13 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 			return prev.Digest, nil
 		}
 	}
-	access, err := registryAccess(ctx, r.Client, repo, r.TokenCache)
+	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
+	if !ok {
+		return "", transientAfter(registryBusyReason,
+			fmt.Errorf("waiting to look up the digest: %s already holds its share of the policy workers", busy), busyRetry)
+	}
+	defer release()
+	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return "", err
 	}

@@ -19,6 +19,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/cache"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,12 +49,17 @@ type ImageRepositoryReconciler struct {
 	// TokenCache keeps cloud registry tokens (spec.provider aws, azure,
 	// gcp) until shortly before they expire; nil fetches one every time.
 	TokenCache *cache.TokenCache
+	// DefaultServiceAccount is the cloud identity of repositories without
+	// serviceAccountName (--default-service-account; see cloudIdentity).
+	DefaultServiceAccount string
 	// Tags keeps the tags of every repository across restarts.
 	Tags registry.Store
 	// Clock tells the time; the wall clock when nil.
 	Clock clock.PassiveClock
 	// TagCount, when set, is the tags-per-repository gauge.
 	TagCount *prometheus.GaugeVec
+	// shares bounds the workers one registry or namespace holds.
+	shares *workerShares
 }
 
 // NewTagCountMetric returns the tags-per-repository gauge.
@@ -71,6 +77,7 @@ func (r *ImageRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts cont
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&imagev1.ImageRepository{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
@@ -119,7 +126,12 @@ func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: wait}
 	}
 
+	release, busy, ok := r.shares.tryAcquire(scanShareKeys(repo)...)
+	if !ok {
+		return waitForShare(repo, busy)
+	}
 	tags, err := r.scan(ctx, repo, exclusions)
+	release()
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -157,7 +169,7 @@ func (r *ImageRepositoryReconciler) nextScanIn(repo *imagev1.ImageRepository, ca
 
 // scan lists the tags, drops the excluded ones and stores the rest.
 func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.ImageRepository, exclusions []string) ([]string, error) {
-	access, err := registryAccess(ctx, r.Client, repo, r.TokenCache)
+	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +192,51 @@ func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.Imag
 	return tags, nil
 }
 
+// scanShareKeys are the worker shares a scan of repo takes: its registry's
+// and its namespace's.
+func scanShareKeys(repo *imagev1.ImageRepository) []string {
+	return []string{registryShareKey(repo), namespaceShareKey(repo.Namespace)}
+}
+
+// registryShareKey is the worker share of repo's registry: its host, with
+// the proxy its requests go through.
+func registryShareKey(repo *imagev1.ImageRepository) string {
+	host, err := registry.RegistryHost(repo.Spec.Image)
+	if err != nil {
+		host = repo.Spec.Image
+	}
+	if ref := repo.Spec.ProxySecretRef; ref != nil {
+		host += " via the proxy of Secret " + repo.Namespace + "/" + ref.Name
+	}
+	return "registry " + host
+}
+
+// namespaceShareKey is the worker share of namespace ns.
+func namespaceShareKey(ns string) string {
+	return "namespace " + ns
+}
+
+// waitForShare is the outcome of a scan put off because key holds its
+// share of the workers: a Ready repository stays Ready with its last scan,
+// any other reports that it waits; both come back after busyRetry.
+func waitForShare(repo *imagev1.ImageRepository, key string) outcome {
+	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
+		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
+	}
+	return outcome{err: transientAfter(registryBusyReason,
+		fmt.Errorf("waiting to scan: %s already holds its share of the scan workers", key), busyRetry)}
+}
+
+// tagListTooLargeReason: the registry's tag list is past the documented
+// bounds on tags, bytes or pages.
+const tagListTooLargeReason = "TagListTooLarge"
+
 // registryError sorts a registry error into Stalled or retried, with a
 // condition reason.
 func registryError(err error) error {
 	switch {
+	case errors.Is(err, registry.ErrTagListTooLarge):
+		return transient(tagListTooLargeReason, err)
 	case errors.Is(err, registry.ErrInvalidConfig):
 		return stalled(imagev1.ImageURLInvalidReason, err)
 	case errors.Is(err, registry.ErrUnauthorized):

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/cache"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,19 +14,31 @@ import (
 	"github.com/uprev-dev/uprev/internal/registry"
 )
 
+// unsafeCloudSettingsReason: a cloud provider is combined with insecure,
+// certSecretRef or proxySecretRef, which could send its token elsewhere.
+const unsafeCloudSettingsReason = "UnsafeCloudSettings"
+
 // registryAccess reads the Secrets an ImageRepository references into the
 // access settings of its registry, and for a cloud provider obtains the
-// registry credentials (cached in tokens). A missing Secret or service
-// account is retried with backoff, as it may be created after the
+// registry credentials with id, for the registry host of spec.image only.
+// A cloud provider with insecure, certSecretRef or proxySecretRef is
+// refused (Stalled) before any token is asked for. A missing Secret or
+// service account is retried with backoff, as it may be created after the
 // repository.
-func registryAccess(ctx context.Context, c client.Client, repo *imagev1.ImageRepository, tokens *cache.TokenCache) (registry.Access, error) {
+func registryAccess(ctx context.Context, c client.Client, repo *imagev1.ImageRepository, id cloudIdentity) (registry.Access, error) {
 	access := registry.Access{
 		Insecure: repo.Spec.Insecure,
 		Provider: repo.GetProvider(),
 		Timeout:  repo.GetTimeout(),
 	}
 	ns := repo.Namespace
-	var err error
+	cloud, err := registry.IsCloudProvider(access.Provider)
+	if err != nil {
+		return access, registryError(err)
+	}
+	if err := registry.CheckCloudSettings(access.Provider, repo.Spec.Insecure, repo.Spec.CertSecretRef != nil, repo.Spec.ProxySecretRef != nil); err != nil {
+		return access, stalled(unsafeCloudSettingsReason, err)
+	}
 	if ref := repo.Spec.SecretRef; ref != nil {
 		data, err := secretData(ctx, c, ns, ref.Name)
 		if err != nil {
@@ -35,7 +46,6 @@ func registryAccess(ctx context.Context, c client.Client, repo *imagev1.ImageRep
 		}
 		access.PullSecrets = append(access.PullSecrets, data)
 	}
-	cloud := isCloudProvider(access.Provider)
 	// With a cloud provider, the service account is the workload identity,
 	// not a holder of imagePullSecrets.
 	if name := repo.Spec.ServiceAccountName; name != "" && !cloud {
@@ -65,7 +75,10 @@ func registryAccess(ctx context.Context, c client.Client, repo *imagev1.ImageRep
 		}
 	}
 	if cloud {
-		if access.CloudCredentials, err = cloudCredentials(ctx, c, repo, access.ProxySecret, tokens); err != nil {
+		if access.CloudRegistry, err = registry.RegistryHost(repo.Spec.Image); err != nil {
+			return access, registryError(err)
+		}
+		if access.CloudCredentials, err = cloudCredentials(ctx, c, repo, id); err != nil {
 			return access, err
 		}
 	}

@@ -130,6 +130,11 @@ func (e *awsECR) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const ecrRegistry = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
 
+// ecrHost is the ECR registry of region.
+func ecrHost(region string) string {
+	return "123456789012.dkr.ecr." + region + ".amazonaws.com"
+}
+
 func TestAWSWorkloadIdentityScansWithAnECRToken(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -143,7 +148,8 @@ func TestAWSWorkloadIdentityScansWithAnECRToken(t *testing.T) {
 	ecr := &awsECR{sts: sts, registry: front}
 
 	setIRSAEnv(t, role, webIdentity)
-	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/web", "aws")
+	cloud, host := newAWSNet(t, front, sts, ecr)
+	repo := newCloudRepository(t, ns, cloud, host+"/acme/web", "aws")
 	waitForCloudScan(t, repo, 3)
 	g.Expect(front.refused()).To(BeZero())
 }
@@ -167,14 +173,22 @@ func setIRSAEnv(t *testing.T, role, webIdentity string) {
 	t.Setenv("AWS_CA_BUNDLE", "") // the SDK cannot add it to the library's HTTP client
 }
 
-// newAWSNet serves the ECR registry front, STS and the ECR API of
-// eu-west-1 behind the cloud proxy.
-func newAWSNet(t *testing.T, front, sts, ecr http.Handler) *cloudNet {
+// awsRegions numbers the regions of newAWSNet.
+var awsRegions atomic.Int64
+
+// newAWSNet serves the ECR registry front, STS and the ECR API of a region
+// of the test's own behind the cloud proxy, sets AWS_REGION to it and
+// returns the region's ECR registry host. The manager's token cache, which
+// outlives a test, keys controller-level credentials by provider and
+// region, so a region per test keeps one test's credentials from another.
+func newAWSNet(t *testing.T, front, sts, ecr http.Handler) (*cloudNet, string) {
+	region := fmt.Sprintf("test-%d", awsRegions.Add(1))
+	t.Setenv("AWS_REGION", region)
 	return newCloudNet(t, map[string]http.Handler{
-		ecrRegistry:                       front,
-		"sts.eu-west-1.amazonaws.com":     sts,
-		"api.ecr.eu-west-1.amazonaws.com": ecr,
-	})
+		ecrHost(region):                        front,
+		"sts." + region + ".amazonaws.com":     sts,
+		"api.ecr." + region + ".amazonaws.com": ecr,
+	}), ecrHost(region)
 }
 
 // serviceAccountTokenFor tells whether token is a Kubernetes service account
@@ -217,7 +231,8 @@ func TestObjectLevelAWSIdentityNeedsTheFeatureGate(t *testing.T) {
 		Namespace: ns, Name: "web-puller", Annotations: map[string]string{"eks.amazonaws.com/role-arn": role},
 	}})).To(Succeed())
 
-	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/web", "aws", func(r *imagev1.ImageRepository) {
+	cloud, host := newAWSNet(t, front, sts, ecr)
+	repo := newCloudRepository(t, ns, cloud, host+"/acme/web", "aws", func(r *imagev1.ImageRepository) {
 		r.Spec.ServiceAccountName = "web-puller"
 	})
 	g.Eventually(func(g Gomega) {
@@ -243,7 +258,8 @@ func TestRefusedWebIdentityIsReportedWithoutTheToken(t *testing.T) {
 	sts := &awsSTS{keys: map[string]bool{}, accept: func(string, string) bool { return false }}
 	ecr := &awsECR{sts: sts, registry: front}
 	setIRSAEnv(t, "arn:aws:iam::123456789012:role/other", "projected-sa-jwt")
-	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/web", "aws")
+	cloud, host := newAWSNet(t, front, sts, ecr)
+	repo := newCloudRepository(t, ns, cloud, host+"/acme/web", "aws")
 	g.Eventually(func(g Gomega) {
 		c := readyCondition(g, repo)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
@@ -306,13 +322,13 @@ func TestEKSPodIdentityScansWithAnECRToken(t *testing.T) {
 	t.Setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", tokenFile)
 	t.Setenv("AWS_ROLE_ARN", "")
 	t.Setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "")
-	t.Setenv("AWS_REGION", "eu-west-1")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CA_BUNDLE", "")
 
-	repo := newCloudRepository(t, ns, newAWSNet(t, front, sts, ecr), ecrRegistry+"/acme/pod-identity", "aws")
+	cloud, host := newAWSNet(t, front, sts, ecr)
+	repo := newCloudRepository(t, ns, cloud, host+"/acme/pod-identity", "aws")
 	waitForCloudScan(t, repo, 2)
 	g.Expect(front.refused()).To(BeZero())
 	g.Expect(agent.calls.Load()).To(BeNumerically(">=", 1), "the credentials came from the Pod Identity Agent")

@@ -120,9 +120,12 @@ func TestRefusedCloudTokenIsReportedWithoutTheToken(t *testing.T) {
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme-project/apps/web", "1.0.0")
 	front := newTokenRegistry(reg.Host())
-	// The metadata server hands out tokens the registry does not accept,
-	// as when the Google service account lacks Artifact Registry Reader.
-	metadata := &gceMetadata{lifetime: time.Hour, issue: func(string, time.Time) {}}
+	// The registry does not accept the tokens, as when the Google service
+	// account lacks Artifact Registry Reader.
+	front.refuseAll = true
+	metadata := &gceMetadata{lifetime: time.Hour, issue: func(token string, expiry time.Time) {
+		front.issue("oauth2accesstoken", token, expiry)
+	}}
 	startGCEMetadata(t, metadata)
 	cloud := newCloudNet(t, map[string]http.Handler{"europe-docker.pkg.dev": front})
 
@@ -135,7 +138,6 @@ func TestRefusedCloudTokenIsReportedWithoutTheToken(t *testing.T) {
 		g.Expect(front.refused()).To(BeNumerically(">", 0))
 	}).Should(Succeed())
 
-	g.Expect(metadata.tokens()).To(BeNumerically(">", 0))
 	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(repo), repo)).To(Succeed())
 	status, err := json.Marshal(repo.Status)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -176,8 +178,8 @@ func TestCRDBundleReadsAChartWithCloudIdentity(t *testing.T) {
 		g.Expect(f.log("main")[0].Subject).To(Equal("Update CRDs"))
 	}).Should(Succeed())
 	g.Expect(f.readFile("main", "clusters/agent/crds/agents.example.com.yaml")).To(ContainSubstring("release 1.0.0"))
-	g.Expect(front.refused()).To(BeZero(), "every read carried a token the stand-in issued")
-	g.Expect(metadata.tokens()).To(BeNumerically(">", 0))
+	// The token may be an earlier test's, still in the manager's cache.
+	g.Expect(front.refused()).To(BeZero(), "every read carried a token a stand-in issued")
 }
 
 // googleSTS stands in for Google's Security Token Service token exchange

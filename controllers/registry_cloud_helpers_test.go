@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,20 +21,119 @@ import (
 	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // cloudNet stands in for the cloud's fixed hostnames (the registry, and
 // token services the library reaches over HTTPS): an HTTP proxy that
 // tunnels every CONNECT to one TLS server, which serves each hostname with
-// its own handler under a certificate of a test CA. ImageRepositories reach
-// it through spec.proxySecretRef and trust it through spec.certSecretRef.
+// the handler a test registered under a certificate of cloudCA. It is the
+// proxy of the whole test process (HTTPS_PROXY, set by runSuite before any
+// HTTP), as an operator's proxy would be; loopback addresses never go
+// through it. ImageRepositories with a cloud provider may not name a proxy
+// or a CA of their own.
 type cloudNet struct {
 	proxy *httptest.Server
-	caPEM []byte
+	mu    sync.Mutex
+	hosts map[string]http.Handler
+	certs map[string]*tls.Certificate
+}
+
+// theCloud is the suite's cloudNet.
+var theCloud = &cloudNet{hosts: map[string]http.Handler{}, certs: map[string]*tls.Certificate{}}
+
+// startCloudNet starts theCloud and makes it the process's HTTPS proxy.
+func startCloudNet() (stop func(), err error) {
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(theCloud.serve))
+	backend.TLS = &tls.Config{GetCertificate: theCloud.certificate, MinVersion: tls.VersionTLS12}
+	backend.StartTLS()
+	backendAddr := backend.Listener.Addr().String()
+	theCloud.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "only CONNECT is proxied", http.StatusMethodNotAllowed)
+			return
+		}
+		upstream, err := net.Dial("tcp", backendAddr)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			_ = upstream.Close()
+			return
+		}
+		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		go func() {
+			_, _ = io.Copy(upstream, conn)
+			_ = upstream.Close()
+		}()
+		go func() {
+			_, _ = io.Copy(conn, upstream)
+			_ = conn.Close()
+		}()
+	}))
+	stop = func() {
+		theCloud.proxy.Close()
+		backend.Close()
+	}
+	for _, env := range []string{"HTTPS_PROXY", "https_proxy"} {
+		if err := os.Setenv(env, theCloud.proxy.URL); err != nil {
+			return stop, err
+		}
+	}
+	return stop, nil
+}
+
+// serve hands a request to the handler of its host.
+func (c *cloudNet) serve(w http.ResponseWriter, r *http.Request) {
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	c.mu.Lock()
+	h, ok := c.hosts[host]
+	c.mu.Unlock()
+	if !ok {
+		http.Error(w, "unknown host "+host, http.StatusBadGateway)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// certificate returns a certificate of cloudCA for the name the client
+// asked for.
+func (c *cloudNet) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cert, ok := c.certs[hello.ServerName]; ok {
+		return cert, nil
+	}
+	cert, err := serverCertificate(hello.ServerName)
+	if err != nil {
+		return nil, err
+	}
+	c.certs[hello.ServerName] = cert
+	return cert, nil
+}
+
+// newCloudNet serves hosts on theCloud until the test ends.
+func newCloudNet(t *testing.T, hosts map[string]http.Handler) *cloudNet {
+	t.Helper()
+	theCloud.mu.Lock()
+	defer theCloud.mu.Unlock()
+	for h, handler := range hosts {
+		theCloud.hosts[h] = handler
+	}
+	t.Cleanup(func() {
+		theCloud.mu.Lock()
+		defer theCloud.mu.Unlock()
+		for h := range hosts {
+			delete(theCloud.hosts, h)
+		}
+	})
+	return theCloud
 }
 
 // cloudCA signs the certificates of the cloud stand-ins. The auth
@@ -91,107 +189,61 @@ func trustCloudCA() (string, error) {
 	return f.Name(), os.Setenv("SSL_CERT_FILE", f.Name())
 }
 
-// newCloudNet starts the proxy and the TLS server for hosts.
-func newCloudNet(t *testing.T, hosts map[string]http.Handler) *cloudNet {
-	t.Helper()
-	names := make([]string, 0, len(hosts))
-	for h := range hosts {
-		names = append(names, h)
-	}
-	caPEM, leaf := testCertificate(t, names)
-	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.Host)
-		if err != nil {
-			host = r.Host
-		}
-		h, ok := hosts[host]
-		if !ok {
-			http.Error(w, "unknown host "+host, http.StatusBadGateway)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	backend.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
-	backend.StartTLS()
-	t.Cleanup(backend.Close)
-	backendAddr := backend.Listener.Addr().String()
-
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodConnect {
-			http.Error(w, "only CONNECT is proxied", http.StatusMethodNotAllowed)
-			return
-		}
-		upstream, err := net.Dial("tcp", backendAddr)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			_ = upstream.Close()
-			return
-		}
-		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
-		go func() {
-			_, _ = io.Copy(upstream, conn)
-			_ = upstream.Close()
-		}()
-		go func() {
-			_, _ = io.Copy(conn, upstream)
-			_ = conn.Close()
-		}()
-	}))
-	t.Cleanup(proxy.Close)
-	return &cloudNet{proxy: proxy, caPEM: caPEM}
-}
-
-// testCertificate returns cloudCA, PEM-encoded, and a server certificate
-// it signed for names.
-func testCertificate(t *testing.T, names []string) ([]byte, tls.Certificate) {
-	t.Helper()
+// serverCertificate returns a server certificate cloudCA signed for name.
+func serverCertificate(name string) (*tls.Certificate, error) {
 	if cloudCA.err != nil {
-		t.Fatal(cloudCA.err)
+		return nil, cloudCA.err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	now := time.Now()
 	template := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		SerialNumber: big.NewInt(now.UnixNano()), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, cloudCA.cert, &key.PublicKey, cloudCA.key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return cloudCA.pem, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 // tokenRegistry fronts an in-process registry and lets through only
 // requests with the basic credentials a stand-in token service issued and
 // that have not expired, as a cloud registry does.
 type tokenRegistry struct {
-	next     http.Handler
-	mu       sync.Mutex
-	valid    map[string]time.Time // "user:password" → expiry
-	refusals int
+	next http.Handler
+	// refuseAll refuses every token, as a registry does whose reader role
+	// the identity lacks.
+	refuseAll bool
+	mu        sync.Mutex
+	refusals  int
 }
+
+// issuedCredentials are the credentials every stand-in token service has
+// issued, "user:password" → expiry: valid at every tokenRegistry, because
+// one manager, whose token cache outlives a test, serves the whole suite,
+// as one cloud's tokens are valid at all its registries.
+var issuedCredentials = struct {
+	sync.Mutex
+	valid map[string]time.Time
+}{valid: map[string]time.Time{}}
 
 // newTokenRegistry fronts the plain-HTTP registry at host.
 func newTokenRegistry(host string) *tokenRegistry {
 	return &tokenRegistry{
-		next:  httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: host}),
-		valid: map[string]time.Time{},
+		next: httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: host}),
 	}
 }
 
 // issue makes user and password valid until expiry.
 func (r *tokenRegistry) issue(user, password string, expiry time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.valid[user+":"+password] = expiry
+	issuedCredentials.Lock()
+	defer issuedCredentials.Unlock()
+	issuedCredentials.valid[user+":"+password] = expiry
 }
 
 // refused is the number of requests refused with credentials.
@@ -204,9 +256,11 @@ func (r *tokenRegistry) refused() int {
 // ServeHTTP implements http.Handler.
 func (r *tokenRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	user, password, ok := req.BasicAuth()
+	issuedCredentials.Lock()
+	expiry, known := issuedCredentials.valid[user+":"+password]
+	issuedCredentials.Unlock()
 	r.mu.Lock()
-	expiry, known := r.valid[user+":"+password]
-	allowed := ok && known && time.Now().Before(expiry)
+	allowed := ok && known && time.Now().Before(expiry) && !r.refuseAll
 	if ok && !allowed {
 		r.refusals++
 	}
@@ -223,22 +277,12 @@ func (r *tokenRegistry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // newCloudRepository creates an ImageRepository of image with provider,
-// reaching the cloud stand-ins through their proxy and CA.
-func newCloudRepository(t *testing.T, ns string, cloud *cloudNet, image, provider string, mutate ...func(*imagev1.ImageRepository)) *imagev1.ImageRepository {
+// which reaches the cloud stand-ins through the process's proxy (cloud is
+// the network the test registered its stand-ins on).
+func newCloudRepository(t *testing.T, ns string, _ *cloudNet, image, provider string, mutate ...func(*imagev1.ImageRepository)) *imagev1.ImageRepository {
 	t.Helper()
-	ctx := context.Background()
-	for _, s := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloud-proxy"}, Data: map[string][]byte{"address": []byte(cloud.proxy.URL)}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cloud-ca"}, Data: map[string][]byte{"ca.crt": cloud.caPEM}},
-	} {
-		if err := k8s.Create(ctx, s); err != nil {
-			t.Fatalf("creating secret: %v", err)
-		}
-	}
 	return newRepository(t, ns, image, append([]func(*imagev1.ImageRepository){func(r *imagev1.ImageRepository) {
 		r.Spec.Provider = provider
-		r.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "cloud-proxy"}
-		r.Spec.CertSecretRef = &meta.LocalObjectReference{Name: "cloud-ca"}
 	}}, mutate...)...)
 }
 

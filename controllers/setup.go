@@ -64,8 +64,10 @@ type Options struct {
 	// KubeConfig says what the kubeconfigs of Sync targets may use.
 	KubeConfig runtimeclient.KubeConfigOptions
 	// DefaultServiceAccount is impersonated by Syncs that apply to the
-	// local cluster without a serviceAccountName; empty means the
-	// manager's own identity.
+	// local cluster without a serviceAccountName, and is the cloud
+	// identity of ImageRepositories with a cloud provider and no
+	// serviceAccountName (object-level workload identity, as in Flux);
+	// empty means the manager's own identity.
 	DefaultServiceAccount string
 	// ACL turns off references across namespaces.
 	ACL acl.Options
@@ -162,12 +164,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		if err := crmetrics.Registry.Register(tagCount); err != nil {
 			return fmt.Errorf("registering tag metrics: %w", err)
 		}
-		repos := &ImageRepositoryReconciler{Scanner: scanner, TokenCache: tokens, Tags: tags, TagCount: tagCount}
+		repos := &ImageRepositoryReconciler{Scanner: scanner, TokenCache: tokens, DefaultServiceAccount: opts.DefaultServiceAccount, Tags: tags, TagCount: tagCount}
 		if err := repos.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImageRepository controller: %w", err)
 		}
 		repos.Events = recorders(repos.Events)
-		policies := &ImagePolicyReconciler{Scanner: scanner, TokenCache: tokens, Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
+		policies := &ImagePolicyReconciler{Scanner: scanner, TokenCache: tokens, DefaultServiceAccount: opts.DefaultServiceAccount,
+			Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
 		}
@@ -194,7 +197,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes, gitSlots: slots}
+		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes, gitSlots: slots,
+			DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
 		}

@@ -47,6 +47,12 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	stopCloud, err := startCloudNet()
+	defer stopCloud()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	c, err := cluster.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -51,6 +51,12 @@ type UpdateAutomationReconciler struct {
 	// registry tokens for those artifacts and GitHub App installation
 	// tokens for Git; nil fetches one every time.
 	TokenCache *cache.TokenCache
+	// DefaultServiceAccount is the cloud identity of CRD-bundle pulls from
+	// repositories without serviceAccountName (see cloudIdentity).
+	DefaultServiceAccount string
+	// NoCrossNamespaceRefs refuses CRD-bundle pulls with an ImageRepository
+	// of another namespace (Flux's --no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
 	// MaxCRDLayerSize bounds an artifact layer read for CRDs; 0 means the
 	// crds package's default.
 	MaxCRDLayerSize int64

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -93,20 +93,30 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 }
 
 // bundle returns the CRDs the artifact a policy selected ships, and its
-// digest, read by
-// digest with its ImageRepository's credentials. A digest names immutable
+// digest, read by digest with its ImageRepository's credentials. The
+// repository is read again, with its access rules checked again
+// (--no-cross-namespace-refs, accessFrom), and the pull goes only to its
+// current image: a policy whose status still names an image the
+// repository no longer points at is waited for. A digest names immutable
 // content, so an entry's artifact is pulled and extracted once; later runs
 // take the bundle from the entry's slot in r.bundles, which holds only the
 // last one read.
 func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, pol *imagev1.ImagePolicy, src crds.Source, platform string) (*crds.Bundle, string, error) {
-	repo := &imagev1.ImageRepository{}
-	if err := r.Get(ctx, repositoryOf(pol), repo); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, "", transient(crdBundleFailedReason, fmt.Errorf("ImageRepository %s not found", repositoryOf(pol)))
+	repo, err := allowedRepository(ctx, r.Client, pol, r.NoCrossNamespaceRefs)
+	if err != nil {
+		var partial *degradedError
+		if errors.As(err, &partial) {
+			return nil, "", transient(crdBundleFailedReason, err)
 		}
-		return nil, "", fmt.Errorf("reading ImageRepository %s: %w", repositoryOf(pol), err)
+		return nil, "", err
 	}
-	access, err := registryAccess(ctx, r.Client, repo, r.TokenCache)
+	ref := pol.Status.LatestRef
+	if ref.Name != repo.Spec.Image {
+		return nil, "", transient(crdBundleFailedReason, fmt.Errorf(
+			"ImagePolicy %s/%s selected %s, but its ImageRepository %s now points at %s; waiting for the policy to select from it",
+			pol.Namespace, pol.Name, ref.Name, repositoryOf(pol), repo.Spec.Image))
+	}
+	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return nil, "", err
 	}
@@ -114,7 +124,6 @@ func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, po
 	if err != nil {
 		return nil, "", registryError(err)
 	}
-	ref := pol.Status.LatestRef
 	digest := ref.Digest
 	if digest == "" {
 		if digest, err = client.Digest(ctx, ref.Name, ref.Tag); err != nil {
@@ -125,12 +134,17 @@ func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, po
 	if cached, ok := r.bundles.Load(slot); ok && cached.(readBundle).key == key {
 		return cached.(readBundle).bundle, digest, nil
 	}
-	img, err := client.Artifact(ctx, ref.Name, digest, registry.WithPlatform(platform))
-	if err != nil {
+	var b *crds.Bundle
+	err = client.ReadArtifact(ctx, ref.Name, digest, func(img v1.Image) error {
+		var err error
+		b, err = crds.Extract(ctx, img, src, crds.Options{MaxLayerSize: r.MaxCRDLayerSize})
+		return err
+	}, registry.WithPlatform(platform))
+	switch {
+	case errors.Is(err, registry.ErrInvalidConfig), errors.Is(err, registry.ErrUnauthorized),
+		errors.Is(err, registry.ErrNotFound), errors.Is(err, registry.ErrTransient):
 		return nil, "", registryError(err)
-	}
-	b, err := crds.Extract(ctx, img, src, crds.Options{MaxLayerSize: r.MaxCRDLayerSize})
-	if err != nil {
+	case err != nil:
 		return nil, "", err
 	}
 	r.bundles.Store(slot, readBundle{key: key, bundle: b})

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/uprev-dev/uprev/internal/registry"
 	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -143,7 +145,8 @@ func fluxArtifact(t testing.TB, entries ...entry) v1.Image {
 }
 
 // pushAndPull pushes img to the registry r as repo:tag and reads it back
-// by digest with a registry Client, as the automation does.
+// by digest with a registry Client, as the automation does, into an OCI
+// layout on disk (the pull's deadline ends with ReadArtifact).
 func pushAndPull(t testing.TB, r *testregistry.Registry, repo, tag string, img v1.Image) v1.Image {
 	t.Helper()
 	digest := r.Push(t, repo, tag, img)
@@ -151,7 +154,22 @@ func pushAndPull(t testing.TB, r *testregistry.Registry, repo, tag string, img v
 	if err != nil {
 		t.Fatalf("making a registry client: %v", err)
 	}
-	pulled, err := c.Artifact(t.Context(), r.Image(repo), digest)
+	var pulled v1.Image
+	err = c.ReadArtifact(t.Context(), r.Image(repo), digest, func(img v1.Image) error {
+		store, err := layout.Write(t.TempDir(), empty.Index)
+		if err != nil {
+			return err
+		}
+		if err := store.AppendImage(img); err != nil {
+			return err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return err
+		}
+		pulled, err = store.Image(d)
+		return err
+	})
 	if err != nil {
 		t.Fatalf("pulling %s@%s: %v", repo, digest, err)
 	}

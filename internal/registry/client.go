@@ -1,11 +1,13 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/time/rate"
+
+	"github.com/uprev-dev/uprev/internal/netguard"
 )
 
 // ScannerOptions configure a Scanner. Zero values take the defaults given.
@@ -49,6 +53,19 @@ type ScannerOptions struct {
 	// Clock is the time source of retry and rate-limit waits. Default: the
 	// wall clock.
 	Clock Clock
+	// DenyCIDRs are address ranges no registry connection may go to
+	// (--registry-deny-cidrs), checked on the resolved address when a
+	// connection is dialled. Empty denies nothing.
+	DenyCIDRs netguard.Denylist
+	// MaxTags is the most tags one tag list may hold. Default
+	// DefaultMaxTags.
+	MaxTags int
+	// MaxTagListBytes is the most bytes the pages of one tag list may
+	// hold together. Default DefaultMaxTagListBytes.
+	MaxTagListBytes int64
+	// MaxTagListPages is the most pages one tag list may take. Default
+	// DefaultMaxTagListPages.
+	MaxTagListPages int
 }
 
 // Scanner is what all registry access in a process shares: per-host limits,
@@ -91,38 +108,65 @@ func NewScanner(opts ScannerOptions) *Scanner {
 	if opts.UserAgent == "" {
 		opts.UserAgent = "uprev"
 	}
+	if opts.MaxTags <= 0 {
+		opts.MaxTags = DefaultMaxTags
+	}
+	if opts.MaxTagListBytes <= 0 {
+		opts.MaxTagListBytes = DefaultMaxTagListBytes
+	}
+	if opts.MaxTagListPages <= 0 {
+		opts.MaxTagListPages = DefaultMaxTagListPages
+	}
 	s := &Scanner{opts: opts, clock: opts.Clock, hosts: map[string]*hostLimits{}}
 	if s.clock == nil {
 		s.clock = realClock{}
 	}
-	s.base = s.chain(newHTTPTransport())
+	s.base = s.chain(s.newHTTPTransport(), "")
 	return s
 }
 
-// limitsFor returns the limits of host, making them on first use.
-func (s *Scanner) limitsFor(host string) *hostLimits {
+// Bounds of a tag list: past any of them ListTags fails with
+// ErrTagListTooLarge.
+const (
+	// DefaultMaxTags is the most tags one repository's list may hold.
+	DefaultMaxTags = 100_000
+	// DefaultMaxTagListBytes is the most bytes all pages of one tag list
+	// may take together: 64 MiB.
+	DefaultMaxTagListBytes = 64 << 20
+	// DefaultMaxTagListPages is the most pages one tag list may take.
+	DefaultMaxTagListPages = 1_000
+)
+
+// DefaultTimeout bounds a ListTags, Digest or ReadArtifact call whose
+// Access has no Timeout.
+const DefaultTimeout = time.Minute
+
+// limitsFor returns the limits of key (a host, and the proxy requests to it
+// go through; see proxyKey), making them on first use.
+func (s *Scanner) limitsFor(key string) *hostLimits {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	limits, ok := s.hosts[host]
+	limits, ok := s.hosts[key]
 	if !ok {
 		limits = &hostLimits{slots: make(chan struct{}, s.opts.MaxConcurrentPerHost)}
 		if s.opts.RequestsPerSecond > 0 {
 			limits.limiter = rate.NewLimiter(rate.Limit(s.opts.RequestsPerSecond), s.opts.Burst)
 		}
-		s.hosts[host] = limits
+		s.hosts[key] = limits
 	}
 	return limits
 }
 
 // chain wraps base in the etiquette transports: retry outermost, so that a
-// request waiting to be retried holds no slot, then the per-host limits,
-// then the metrics, which see every attempt.
-func (s *Scanner) chain(base http.RoundTripper) http.RoundTripper {
+// request waiting to be retried holds no slot, then the per-host limits
+// (per host and proxy: via is the address of the proxy base goes through,
+// empty for none), then the metrics, which see every attempt.
+func (s *Scanner) chain(base http.RoundTripper, via string) http.RoundTripper {
 	next := base
 	if s.opts.Metrics != nil {
 		next = &metricsTransport{next: next, metrics: s.opts.Metrics}
 	}
-	next = &limitTransport{next: next, scanner: s}
+	next = &limitTransport{next: next, scanner: s, via: via}
 	return &retryTransport{
 		next:        next,
 		clock:       s.clock,
@@ -134,14 +178,14 @@ func (s *Scanner) chain(base http.RoundTripper) http.RoundTripper {
 }
 
 // newHTTPTransport returns an HTTP transport like go-containerregistry's
-// default one.
-func newHTTPTransport() *http.Transport {
+// default one, which refuses to connect to the denied ranges.
+func (s *Scanner) newHTTPTransport() *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
+		DialContext: s.opts.DenyCIDRs.DialContext(net.Dialer{
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
-		}).DialContext,
+		}),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		MaxIdleConnsPerHost:   10,
@@ -173,8 +217,12 @@ type Access struct {
 	// through the provider's workload identity. It is required for those
 	// providers and replaces PullSecrets.
 	CloudCredentials authn.Authenticator
-	// Timeout bounds each ListTags or Digest call (spec.timeout); 0 means
-	// only the caller's context does.
+	// CloudRegistry is the registry host CloudCredentials were issued
+	// for: the host of the repository's image. The credentials are
+	// offered to that host only.
+	CloudRegistry string
+	// Timeout bounds each ListTags, Digest or Artifact call (spec.timeout);
+	// 0 means DefaultTimeout.
 	Timeout time.Duration
 }
 
@@ -185,21 +233,25 @@ type Client struct {
 	puller   *remote.Puller
 	insecure bool
 	timeout  time.Duration
+	bounds   tagListBounds
 }
 
 // Client returns a Client for access. Bad settings give an error wrapping
 // ErrInvalidConfig.
 func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
-	cloud, err := isCloudProvider(access.Provider)
+	cloud, err := IsCloudProvider(access.Provider)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckCloudSettings(access.Provider, access.Insecure, len(access.CertSecret) > 0, len(access.ProxySecret) > 0); err != nil {
 		return nil, err
 	}
 	var auth authn.Keychain
 	switch {
-	case cloud && access.CloudCredentials == nil:
-		return nil, fmt.Errorf("%w: provider %q needs cloud credentials", ErrInvalidConfig, access.Provider)
+	case cloud && (access.CloudCredentials == nil || access.CloudRegistry == ""):
+		return nil, fmt.Errorf("%w: provider %q needs cloud credentials and the registry they were issued for", ErrInvalidConfig, access.Provider)
 	case cloud:
-		auth = staticKeychain{access.CloudCredentials}
+		auth = hostKeychain{host: access.CloudRegistry, auth: access.CloudCredentials}
 	default:
 		if auth, err = keychain(ctx, access.PullSecrets); err != nil {
 			return nil, err
@@ -207,22 +259,24 @@ func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
 	}
 	base := s.base
 	if len(access.CertSecret) > 0 || len(access.ProxySecret) > 0 {
-		t := newHTTPTransport()
+		t := s.newHTTPTransport()
 		t.IdleConnTimeout = 30 * time.Second
 		if t.TLSClientConfig, err = tlsConfig(access.CertSecret); err != nil {
 			return nil, err
 		}
+		via := ""
 		if len(access.ProxySecret) > 0 {
 			proxy, err := ProxyURL(access.ProxySecret)
 			if err != nil {
 				return nil, err
 			}
 			t.Proxy = http.ProxyURL(proxy)
+			via = proxy.Host
 		}
-		base = s.chain(t)
+		base = s.chain(t, via)
 	}
 	opts := []remote.Option{
-		remote.WithTransport(&pageLinkTransport{next: base, insecure: access.Insecure}),
+		remote.WithTransport(&answerTransport{next: base, insecure: access.Insecure}),
 		remote.WithUserAgent(s.opts.UserAgent),
 		remote.WithPageSize(s.opts.PageSize),
 		// Retries are the etiquette chain's job, which honours Retry-After
@@ -239,12 +293,15 @@ func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return &Client{puller: puller, insecure: access.Insecure, timeout: access.Timeout}, nil
+	bounds := tagListBounds{tags: s.opts.MaxTags, bytes: s.opts.MaxTagListBytes, pages: s.opts.MaxTagListPages}
+	return &Client{puller: puller, insecure: access.Insecure, timeout: cmp.Or(access.Timeout, DefaultTimeout), bounds: bounds}, nil
 }
 
-// isCloudProvider tells the cloud providers (aws, azure, gcp) from the
-// generic one and refuses any other name.
-func isCloudProvider(provider string) (bool, error) {
+// IsCloudProvider tells the cloud providers (aws, azure, gcp), whose
+// registry credentials come from workload identity, from the generic one
+// (or empty), and refuses any other name with an error wrapping
+// ErrInvalidConfig. It is the one place that knows the names.
+func IsCloudProvider(provider string) (bool, error) {
 	switch provider {
 	case "", "generic":
 		return false, nil
@@ -255,17 +312,59 @@ func isCloudProvider(provider string) (bool, error) {
 	}
 }
 
-// staticKeychain answers every registry with one authenticator: the cloud
-// credentials issued for the repository's registry.
-type staticKeychain struct{ auth authn.Authenticator }
+// CheckCloudSettings refuses, for a cloud provider, the settings that would
+// let its token reach a server other than the provider's registry: plain
+// HTTP (spec.insecure), a CA of the object's own (spec.certSecretRef) and a
+// proxy (spec.proxySecretRef), as Flux does. The error wraps
+// ErrUnsafeCloudSettings and ErrInvalidConfig and names the settings.
+func CheckCloudSettings(provider string, insecure, certSecret, proxySecret bool) error {
+	cloud, err := IsCloudProvider(provider)
+	if err != nil || !cloud {
+		return err
+	}
+	var set []string
+	for name, on := range map[string]bool{"insecure": insecure, "certSecretRef": certSecret, "proxySecretRef": proxySecret} {
+		if on {
+			set = append(set, name)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	slices.Sort(set)
+	return fmt.Errorf("%w: %w: provider %s cannot be used with %s", ErrInvalidConfig, ErrUnsafeCloudSettings, provider, strings.Join(set, ", "))
+}
+
+// RegistryHost returns the registry host of image (a repository name as in
+// spec.image), as go-containerregistry names it: index.docker.io for
+// Docker Hub.
+func RegistryHost(image string) (string, error) {
+	repo, err := parseRepository(image, false)
+	if err != nil {
+		return "", err
+	}
+	return repo.RegistryStr(), nil
+}
+
+// hostKeychain answers one registry host with the cloud credentials issued
+// for it, and every other host anonymously: a Link header, a redirect or a
+// caller naming another image never gets the token.
+type hostKeychain struct {
+	host string
+	auth authn.Authenticator
+}
 
 // Resolve implements authn.Keychain.
-func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+func (k hostKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
+	if target.RegistryStr() != k.host {
+		return authn.Anonymous, nil
+	}
 	return k.auth, nil
 }
 
 // ListTags returns every tag of image, following the registry's Link
-// pagination.
+// pagination on the registry's own host, within the Scanner's tag-list
+// bounds.
 func (c *Client) ListTags(ctx context.Context, image string) ([]string, error) {
 	repo, err := parseRepository(image, c.insecure)
 	if err != nil {
@@ -273,7 +372,14 @@ func (c *Client) ListTags(ctx context.Context, image string) ([]string, error) {
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	tags, err := c.puller.List(ctx, repo)
+	budget := c.bounds
+	tags, err := c.puller.List(withTagListBudget(ctx, &budget), repo)
+	if err == nil && len(tags) > c.bounds.tags {
+		err = fmt.Errorf("%w: more tags than its bound", ErrTagListTooLarge)
+	}
+	if errors.Is(err, ErrTagListTooLarge) {
+		return nil, fmt.Errorf("listing tags of %s: %w (bounds: %d tags, %d bytes, %d pages)", image, err, c.bounds.tags, c.bounds.bytes, c.bounds.pages)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing tags of %s: %w", image, classify(err))
 	}
@@ -304,11 +410,9 @@ func (c *Client) Digest(ctx context.Context, image, tag string) (string, error) 
 	return desc.Digest.String(), nil
 }
 
+// withTimeout bounds one call by the Access timeout.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.timeout > 0 {
-		return context.WithTimeout(ctx, c.timeout)
-	}
-	return context.WithCancel(ctx)
+	return context.WithTimeout(ctx, c.timeout)
 }
 
 // CanonicalName returns the full name of image as Flux reports it in

@@ -141,7 +141,7 @@ func TestCloudProviderUsesItsCredentials(t *testing.T) {
 
 			// The cloud credentials replace pull secrets, which are ignored.
 			creds := authn.FromConfig(authn.AuthConfig{Username: "oauth2accesstoken", Password: "cloud-t0ken"})
-			c := newClient(t, ScannerOptions{}, Access{Provider: provider, CloudCredentials: creds,
+			c := newClient(t, ScannerOptions{}, Access{Provider: provider, CloudCredentials: creds, CloudRegistry: r.Host(),
 				PullSecrets: []map[string][]byte{dockerConfig(r, "bot", "wrong-pa55")}})
 			g.Expect(c.ListTags(t.Context(), r.Image("private/agent"))).To(Equal([]string{"1.0.0"}))
 		})

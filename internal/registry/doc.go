@@ -4,7 +4,7 @@
 // the exclusion list, and look up the digest of one tag.
 //
 // A Scanner is made once per process. It holds what every scan shares: the
-// per-host concurrency and rate limits, the retry policy for 429 Too Many
+// per-host (and per-proxy) concurrency and rate limits, the retry policy for 429 Too Many
 // Requests and 5xx gateway answers (honouring Retry-After, with exponential
 // backoff when it is absent), and the Prometheus metrics. From it, a Client
 // is made per ImageRepository with that object's access settings: pull
@@ -12,9 +12,19 @@
 // a timeout. Secrets are passed as their data maps; this package does not
 // talk to Kubernetes.
 //
-// Errors a caller decides on wrap ErrUnauthorized, ErrNotFound, ErrTransient
-// or ErrInvalidConfig. A cloud provider's short-lived credentials are
-// obtained by the caller and passed in Access.CloudCredentials.
+// Errors a caller decides on wrap ErrUnauthorized, ErrNotFound, ErrTransient,
+// ErrInvalidConfig or ErrTagListTooLarge. A cloud provider's short-lived
+// credentials are obtained by the caller and passed in
+// Access.CloudCredentials, with the registry host they were issued for in
+// Access.CloudRegistry: they are offered to that host only, and never over
+// plain HTTP, a custom CA or a proxy (CheckCloudSettings).
+//
+// What a registry can make a Client do is bounded: every call has a
+// deadline (Access.Timeout, or DefaultTimeout), tag lists are bounded in
+// tags, bytes and pages and page only on the registry's own host, error
+// answers are read up to 64 KiB and quoted in one short line, and
+// ScannerOptions.DenyCIDRs refuses connections to denied address ranges
+// when they are dialled (internal/netguard).
 //
 // # Tag store
 //

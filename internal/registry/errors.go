@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/uprev-dev/uprev/internal/netguard"
 )
 
 var (
@@ -22,14 +26,48 @@ var (
 	// ErrInvalidConfig means the access settings or the image name are wrong
 	// and retrying without a change will not help.
 	ErrInvalidConfig = errors.New("invalid registry configuration")
+	// ErrUnsafeCloudSettings means a cloud provider was combined with a
+	// setting that could send its token elsewhere (insecure, a custom CA, a
+	// proxy); it comes wrapped with ErrInvalidConfig.
+	ErrUnsafeCloudSettings = errors.New("unsafe settings for a cloud provider")
+	// ErrTagListTooLarge means a repository's tag list went past the
+	// Scanner's bound on tags, bytes or pages.
+	ErrTagListTooLarge = errors.New("the tag list is larger than allowed")
 )
+
+// maxErrorText is the longest text of a registry's answer kept in an
+// error, which ends up in status.
+const maxErrorText = 256
+
+// shortError is an error of the registry's answer, told in one line of at
+// most maxErrorText bytes.
+type shortError struct{ err error }
+
+func (e shortError) Error() string {
+	text := strings.Join(strings.Fields(e.err.Error()), " ")
+	if len(text) <= maxErrorText {
+		return text
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
+}
+
+func (e shortError) Unwrap() error { return e.err }
 
 // classify wraps err with the sentinel that says what a caller can do about
 // it, or returns it unchanged when none applies.
 func classify(err error) error {
 	var terr *transport.Error
 	switch {
+	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrTagListTooLarge):
+		return err
+	case errors.Is(err, netguard.ErrDenied):
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	case errors.As(err, &terr):
+		err = shortError{err}
 		switch {
 		case terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden:
 			return fmt.Errorf("%w: %w", ErrUnauthorized, err)

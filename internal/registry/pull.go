@@ -31,7 +31,26 @@ func WithPlatform(platform string) ArtifactOption {
 	}
 }
 
-// Artifact returns the image, Helm chart or OCI artifact stored in image
+// ReadArtifact fetches the image, Helm chart or OCI artifact stored in
+// image at digest (see artifact) and calls read with it; the whole of it,
+// manifest and the layers read, is bounded by the Access timeout.
+func (c *Client) ReadArtifact(ctx context.Context, image, digest string, read func(v1.Image) error, opts ...ArtifactOption) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	img, err := c.artifact(ctx, image, digest, opts...)
+	if err != nil {
+		return err
+	}
+	if err := read(img); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("reading %s@%s: %w: %w", image, digest, ErrTransient, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// artifact returns the image, Helm chart or OCI artifact stored in image
 // (a repository name without tag or digest, as in spec.image) at digest,
 // with the Client's credentials, TLS and proxy settings. It is always read
 // by digest, never by a tag that may have moved since the digest was
@@ -42,12 +61,11 @@ func WithPlatform(platform string) ArtifactOption {
 //
 // Only the manifest is fetched here. The layers are fetched, and checked
 // against their digests, when they are read, with ctx: it must stay alive
-// until the caller is done with the image. The Access timeout, which bounds
-// single requests, does not apply.
+// until the caller is done with the image.
 //
 // Errors wrap ErrNotFound, ErrUnauthorized or ErrTransient where one
 // applies, and ErrInvalidConfig for a bad image name, digest or platform.
-func (c *Client) Artifact(ctx context.Context, image, digest string, opts ...ArtifactOption) (v1.Image, error) {
+func (c *Client) artifact(ctx context.Context, image, digest string, opts ...ArtifactOption) (v1.Image, error) {
 	var o artifactOptions
 	for _, opt := range opts {
 		opt(&o)

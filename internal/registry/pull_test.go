@@ -36,7 +36,7 @@ func TestArtifactIsReadByDigestNotByTag(t *testing.T) {
 
 	c := newClient(t, ScannerOptions{}, Access{})
 	r.ResetCounts()
-	img, err := c.Artifact(t.Context(), r.Image("acme/agent"), digest)
+	img, err := c.artifact(t.Context(), r.Image("acme/agent"), digest)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(digestOf(t, img)).To(Equal(digest))
 	layers, err := img.Layers()
@@ -74,7 +74,7 @@ func TestArtifactResolvesAnIndexToAPlatform(t *testing.T) {
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			g := NewWithT(t)
-			img, err := c.Artifact(t.Context(), r.Image("acme/agent"), digest, WithPlatform(tc.platform))
+			img, err := c.artifact(t.Context(), r.Image("acme/agent"), digest, WithPlatform(tc.platform))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(digestOf(t, img)).To(Equal(digestOf(t, images[tc.want])))
 		})
@@ -82,14 +82,14 @@ func TestArtifactResolvesAnIndexToAPlatform(t *testing.T) {
 
 	t.Run("platform not in the index", func(t *testing.T) {
 		g := NewWithT(t)
-		_, err := c.Artifact(t.Context(), r.Image("acme/agent"), digest, WithPlatform("linux/s390x"))
+		_, err := c.artifact(t.Context(), r.Image("acme/agent"), digest, WithPlatform("linux/s390x"))
 		g.Expect(err).To(MatchError(ErrNotFound))
 		g.Expect(err.Error()).To(ContainSubstring("no image for platform linux/s390x"))
 	})
 	t.Run("invalid platform", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, p := range []string{"linux", "linux/", "linux/arm/v7/extra", "/amd64"} {
-			_, err := c.Artifact(t.Context(), r.Image("acme/agent"), digest, WithPlatform(p))
+			_, err := c.artifact(t.Context(), r.Image("acme/agent"), digest, WithPlatform(p))
 			g.Expect(err).To(MatchError(ErrInvalidConfig), p)
 		}
 	})
@@ -106,7 +106,7 @@ func TestArtifactUsesTheClientCredentials(t *testing.T) {
 	t.Run("good credentials", func(t *testing.T) {
 		g := NewWithT(t)
 		c := newClient(t, ScannerOptions{}, Access{PullSecrets: []map[string][]byte{dockerConfig(r, "bot", "s3cret-pa55")}})
-		got, err := c.Artifact(t.Context(), r.Image("private/agent"), digest)
+		got, err := c.artifact(t.Context(), r.Image("private/agent"), digest)
 		g.Expect(err).NotTo(HaveOccurred())
 		layers, err := got.Layers()
 		g.Expect(err).NotTo(HaveOccurred())
@@ -117,7 +117,7 @@ func TestArtifactUsesTheClientCredentials(t *testing.T) {
 	t.Run("no credentials", func(t *testing.T) {
 		g := NewWithT(t)
 		c := newClient(t, ScannerOptions{}, Access{})
-		_, err := c.Artifact(t.Context(), r.Image("private/agent"), digest)
+		_, err := c.artifact(t.Context(), r.Image("private/agent"), digest)
 		g.Expect(err).To(MatchError(ErrUnauthorized))
 	})
 }
@@ -144,7 +144,7 @@ func TestArtifactErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := c.Artifact(t.Context(), tc.image, tc.digest)
+			_, err := c.artifact(t.Context(), tc.image, tc.digest)
 			g.Expect(err).To(MatchError(tc.want))
 		})
 	}

@@ -6,7 +6,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,16 +134,29 @@ type hostLimits struct {
 	limiter *rate.Limiter
 }
 
-// limitTransport applies the per-host limits of its Scanner. A slot is held
-// until the response body is read to the end or closed.
+// limitTransport applies the per-host limits of its Scanner, keyed by the
+// host and the proxy (via) the requests go through: a tenant's proxy that
+// never answers holds its own slots, not those of everyone else using the
+// registry. A slot is held until the response body is read to the end or
+// closed.
 type limitTransport struct {
 	next    http.RoundTripper
 	scanner *Scanner
+	via     string
+}
+
+// proxyKey is the key of the per-host limits of requests to host through
+// the proxy via (empty for none).
+func proxyKey(host, via string) string {
+	if via == "" {
+		return host
+	}
+	return host + " via " + via
 }
 
 func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	limits := t.scanner.limitsFor(req.URL.Host)
+	limits := t.scanner.limitsFor(proxyKey(req.URL.Host, t.via))
 	select {
 	case limits.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -207,21 +222,66 @@ func (t *metricsTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
-// pageLinkTransport works around go-containerregistry resolving a tag-list
-// Link header against the URL it sent (https, once its ping found TLS) and
-// then rejecting the result unless its scheme is the one name.Registry
-// guesses from the host, which is http for loopback, private-network and
-// .local hosts. Without it, paging the tags of a TLS registry on such a
-// host fails. The next page still goes out over the scheme the ping chose.
-type pageLinkTransport struct {
+// maxErrorBody is how much of an error answer's body is read.
+const maxErrorBody = 64 << 10
+
+// tagListBounds are the bounds of one tag list; ListTags passes a copy in
+// the request context, which answerTransport spends.
+type tagListBounds struct {
+	tags  int
+	bytes int64
+	pages int
+}
+
+type tagListBudgetKey struct{}
+
+// withTagListBudget returns ctx carrying budget, spent by the tag-list
+// pages fetched with it.
+func withTagListBudget(ctx context.Context, budget *tagListBounds) context.Context {
+	return context.WithValue(ctx, tagListBudgetKey{}, budget)
+}
+
+// answerTransport checks what a registry answers before go-containerregistry
+// reads it: a tag-list Link must stay on the registry's host, tag-list pages
+// spend the budget in the request context (pages and bytes), and an error
+// answer's body is read up to maxErrorBody only.
+//
+// It also works around go-containerregistry resolving a tag-list Link
+// header against the URL it sent (https, once its ping found TLS) and then
+// rejecting the result unless its scheme is the one name.Registry guesses
+// from the host, which is http for loopback, private-network and .local
+// hosts. Without it, paging the tags of a TLS registry on such a host
+// fails. The next page still goes out over the scheme the ping chose.
+type answerTransport struct {
 	next     http.RoundTripper
 	insecure bool
 }
 
-func (t *pageLinkTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *answerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	budget, _ := req.Context().Value(tagListBudgetKey{}).(*tagListBounds)
+	if budget != nil && strings.HasSuffix(req.URL.Path, "/tags/list") {
+		if budget.pages <= 0 {
+			return nil, fmt.Errorf("%w: more pages than its bound", ErrTagListTooLarge)
+		}
+		budget.pages--
+	}
 	resp, err := t.next.RoundTrip(req)
-	if err != nil || resp.Header.Get("Link") == "" || resp.Request == nil {
+	if err != nil {
 		return resp, err
+	}
+	if resp.StatusCode >= http.StatusBadRequest {
+		resp.Body = limitedBody{Reader: io.LimitReader(resp.Body, maxErrorBody), Closer: resp.Body}
+		return resp, nil
+	}
+	if budget != nil && strings.HasSuffix(req.URL.Path, "/tags/list") {
+		resp.Body = &budgetBody{ReadCloser: resp.Body, budget: budget}
+	}
+	if resp.Header.Get("Link") == "" || resp.Request == nil {
+		return resp, nil
+	}
+	if err := sameHostLink(resp); err != nil {
+		_ = resp.Body.Close()
+		return nil, err
 	}
 	var opts []name.Option
 	if t.insecure {
@@ -237,4 +297,48 @@ func (t *pageLinkTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	base.URL = &u
 	resp.Request = &base
 	return resp, nil
+}
+
+// sameHostLink refuses a Link header whose next page is on another host
+// than the answer's, resolved as go-containerregistry resolves it.
+func sameHostLink(resp *http.Response) error {
+	link := resp.Header.Get("Link")
+	start, end := strings.Index(link, "<"), strings.Index(link, ">")
+	if start != 0 || end < 0 {
+		return nil // go-containerregistry refuses it
+	}
+	next, err := url.Parse(link[1:end])
+	if err != nil {
+		return nil // go-containerregistry refuses it
+	}
+	next = resp.Request.URL.ResolveReference(next)
+	if next.Host != resp.Request.URL.Host {
+		return fmt.Errorf("%w: the registry %s sent a Link to the next page of tags on another host, %s", ErrInvalidConfig, resp.Request.URL.Host, next.Host)
+	}
+	return nil
+}
+
+// limitedBody reads a bounded part of a body and closes the whole.
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// budgetBody spends a tag list's byte budget as it is read and fails once
+// it is spent.
+type budgetBody struct {
+	io.ReadCloser
+	budget *tagListBounds
+}
+
+func (b *budgetBody) Read(p []byte) (int, error) {
+	if b.budget.bytes <= 0 {
+		return 0, fmt.Errorf("%w: more than its byte bound", ErrTagListTooLarge)
+	}
+	if int64(len(p)) > b.budget.bytes {
+		p = p[:b.budget.bytes]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.budget.bytes -= int64(n)
+	return n, err
 }

@@ -1,0 +1,90 @@
+// Package netguard refuses outgoing connections to addresses an operator
+// has ruled out (--registry-deny-cidrs), such as the cloud metadata
+// services. The check runs when a connection is dialled, on the address it
+// actually goes to, so a name that resolves to an allowed address when it
+// is checked and to a denied one when it is used (DNS rebinding) is still
+// refused.
+package netguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+)
+
+// ErrDenied is wrapped by the error of a connection to a denied address.
+var ErrDenied = errors.New("address is in a range the operator denies")
+
+// Denylist is a set of address ranges that connections may not go to. The
+// zero value denies nothing.
+type Denylist []netip.Prefix
+
+// Parse parses CIDRs (such as 169.254.0.0/16 or fd00:ec2::254/128) into a
+// Denylist; empty entries are skipped.
+func Parse(cidrs []string) (Denylist, error) {
+	var d Denylist
+	for _, c := range cidrs {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return nil, fmt.Errorf("parsing CIDR %q: %w", c, err)
+		}
+		d = append(d, p.Masked())
+	}
+	return d, nil
+}
+
+// Check returns an error wrapping ErrDenied when ip is in one of the
+// ranges. An IPv4 address written in IPv6 form (::ffff:a.b.c.d) is checked
+// as IPv4.
+func (d Denylist) Check(ip netip.Addr) error {
+	ip = ip.Unmap()
+	for _, p := range d {
+		if p.Contains(ip) {
+			return fmt.Errorf("%w: %s is in %s", ErrDenied, ip, p)
+		}
+	}
+	return nil
+}
+
+// Control is a net.Dialer Control function that refuses to connect to a
+// denied address. It sees the resolved address of every connection
+// attempt, after DNS.
+func (d Denylist) Control(_, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("checking the address %q: %w", address, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return fmt.Errorf("checking the address %q: %w", address, err)
+	}
+	return d.Check(ip)
+}
+
+// DialContext returns dialer's DialContext with the Denylist checked on
+// every connection; dialer is copied, not changed. With an empty Denylist
+// it is dialer's own.
+func (d Denylist) DialContext(dialer net.Dialer) func(ctx context.Context, network, address string) (net.Conn, error) {
+	if len(d) == 0 {
+		return dialer.DialContext
+	}
+	control := dialer.Control
+	dialer.Control = func(network, address string, c syscall.RawConn) error {
+		if err := d.Control(network, address, c); err != nil {
+			return err
+		}
+		if control != nil {
+			return control(network, address, c)
+		}
+		return nil
+	}
+	return dialer.DialContext
+}
