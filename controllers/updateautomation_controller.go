@@ -271,7 +271,7 @@ func (r *UpdateAutomationReconciler) validate(_ context.Context, run *automation
 			return msg, nil
 		}
 	}
-	return validatePullRequest(run.auto)
+	return validatePullRequest(run.auto, run.front.gitSecretNamespace)
 }
 
 // selectPolicies reads the selected policies; those without a latest ref
