@@ -105,7 +105,9 @@ func TestValidatePullRequest(t *testing.T) {
 		err             string
 	}{
 		{name: "valid"},
-		{name: "the Git Secret goes to no other host", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest.URL = "https://forge.example.com/api/v3/" },
+		{name: "the Git Secret goes to no other host", mutate: func(a *uprevv1.UpdateAutomation) {
+			a.Spec.Git.Push.PullRequest.URL = "https://forge.example.com/api/v3/"
+		},
 			err: "the pull request needs its own secretRef: its forge API (https://forge.example.com/api/v3/) is not on the Git host"},
 		{name: "nor to GitHub's API for another Git host", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest.URL = "" },
 			err: "its forge API (the github default) is not on the Git host"},

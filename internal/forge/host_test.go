@@ -7,9 +7,9 @@ import "testing"
 // port.
 func TestServesGitHost(t *testing.T) {
 	for _, tc := range []struct {
-		provider     Provider
-		api, git     string
-		serves bool
+		provider Provider
+		api, git string
+		serves   bool
 	}{
 		{GitHub, "", "https://github.com/acme/fleet.git", true},
 		{GitHub, "https://api.github.com/", "https://GitHub.com/acme/fleet", true},
