@@ -173,7 +173,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
-	if body == nil {
+	if !SignsBody(req.Header) {
 		if body, err = readBody(w, req); err != nil {
 			return
 		}
