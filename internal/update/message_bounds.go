@@ -72,15 +72,15 @@ func (w *boundedWriter) Write(p []byte) (int, error) {
 	return w.Builder.Write(p)
 }
 
-// parseBounded parses text as template name with funcs, and inserts a
+// parseBounded parses text as template templateName with funcs, and inserts a
 // step at the start of every loop body and template, so that no loop or
 // recursion runs unbounded.
-func parseBounded(name, text string, funcs template.FuncMap, options ...string) (*template.Template, error) {
+func parseBounded(templateName, text string, funcs template.FuncMap, options ...string) (*template.Template, error) {
 	declared := template.FuncMap{stepFunc: func() string { return "" }}
 	for name, fn := range funcs {
 		declared[name] = fn
 	}
-	t, err := template.New(name).Funcs(declared).Option(options...).Parse(text)
+	t, err := template.New(templateName).Funcs(declared).Option(options...).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the commit message template: %w", err)
 	}
