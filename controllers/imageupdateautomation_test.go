@@ -292,6 +292,12 @@ func TestImageUpdateAutomationReportsBadInput(t *testing.T) {
 		{name: "removed-field", mutate: func(a *iacv1.ImageUpdateAutomation) {
 			a.Spec.GitSpec.Commit.MessageTemplate = "{{ range .Updated.Images }}{{ . }}{{ end }}"
 		}, reason: iacv1.RemovedTemplateFieldReason, text: "removed from Flux's v1 API: .Updated"},
+		{name: "repeat", mutate: func(a *iacv1.ImageUpdateAutomation) {
+			a.Spec.GitSpec.Commit.MessageTemplate = `{{ repeat 300000000 "a" }}`
+		}, reason: "InvalidSpec", text: "error calling repeat: commit message template exceeds a bound: repeat of more than 65536 bytes"},
+		{name: "long-message", mutate: func(a *iacv1.ImageUpdateAutomation) {
+			a.Spec.GitSpec.Commit.MessageTemplate = `{{ range 10000 }}0123456789{{ end }}`
+		}, reason: "InvalidSpec", text: "the message is longer than 65536 bytes"},
 		{name: "refspec", mutate: func(a *iacv1.ImageUpdateAutomation) {
 			a.Spec.GitSpec.Push.Refspec = "refs/heads/other:refs/heads/x"
 		}, reason: "InvalidSpec", text: "the source must be the push branch main"},

@@ -12,6 +12,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/acl"
 	runtimeclient "github.com/fluxcd/pkg/runtime/client"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -114,6 +116,32 @@ func ShardCache(selector labels.Selector) cache.Options {
 		byObject[obj] = cache.ByObject{Label: selector}
 	}
 	return cache.Options{ByObject: byObject}
+}
+
+// ManagerCache returns the cache options of the manager: ShardCache's,
+// and Secrets filtered to the webhook receivers' Secret name, the only
+// Secrets read from the cache (by the receivers, so that a flood of
+// notifications does not become a flood of API requests). Every other
+// Secret is read from the API server when needed (ClientOptions), so the
+// manager's memory does not grow with the Secrets of the cluster.
+func ManagerCache(selector labels.Selector, webhookSecretName string) cache.Options {
+	opts := ShardCache(selector)
+	if opts.ByObject == nil {
+		opts.ByObject = map[client.Object]cache.ByObject{}
+	}
+	if webhookSecretName == "" {
+		webhookSecretName = webhook.DefaultSecretName
+	}
+	opts.ByObject[&corev1.Secret{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", webhookSecretName)}
+	return opts
+}
+
+// ClientOptions returns the options of the manager's client: Secrets and
+// ServiceAccounts, which any tenant may create by the thousand, are read
+// from the API server, not from a cluster-wide cache. uprev reads only the
+// few its objects name, once per run, and watches none.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}}}}
 }
 
 // NewScheme returns a scheme with every kind uprev reads or writes.
@@ -222,7 +250,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		syncs.Events = recorders(syncs.Events)
 	}
 	if opts.Webhook.Addr != "" {
-		receiver := &webhook.Receiver{Options: opts.Webhook, Client: mgr.GetClient(), Secrets: mgr.GetClient()}
+		receiver := &webhook.Receiver{Options: opts.Webhook, Client: mgr.GetClient(), Secrets: mgr.GetCache()}
 		if err := mgr.Add(receiver); err != nil {
 			return fmt.Errorf("adding the webhook receivers: %w", err)
 		}

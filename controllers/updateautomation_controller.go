@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/cache"
@@ -66,14 +65,19 @@ type UpdateAutomationReconciler struct {
 	// Syncs; nil bounds nothing.
 	gitSlots *gitSlots
 	// bundles holds, per spec.crds entry of each automation, the last
-	// bundle read (a readBundle).
-	bundles sync.Map
+	// bundle read, within the bounds of crdBundleCache.
+	bundles *crdBundleCache
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
 func (r *UpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = mgr.GetClient()
 	r.Events = mgr.GetEventRecorder("uprev-update-automation")
+	bundles, err := newCRDBundleCache()
+	if err != nil {
+		return err
+	}
+	r.bundles = bundles
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&uprevv1.UpdateAutomation{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
@@ -286,7 +290,7 @@ func (r *UpdateAutomationReconciler) validate(_ context.Context, run *automation
 			return msg, nil
 		}
 	}
-	return validatePullRequest(run.auto)
+	return validatePullRequest(run.auto, run.front.gitSecretNamespace)
 }
 
 // selectPolicies reads the selected policies; those without a latest ref
@@ -351,13 +355,7 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 // it, and its CRD bundles.
 func (r *UpdateAutomationReconciler) forget(kind string, key types.NamespacedName) {
 	r.Clones.Release(objectID(kind, key))
-	prefix := objectID(kind, key) + " crds["
-	r.bundles.Range(func(slot, _ any) bool {
-		if strings.HasPrefix(slot.(string), prefix) {
-			r.bundles.Delete(slot)
-		}
-		return true
-	})
+	r.bundles.forget(objectID(kind, key) + " crds[")
 }
 
 // readHolds finds the versions people reverted, on the branch and on the

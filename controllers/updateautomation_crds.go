@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/cache"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,10 +33,67 @@ type crdBundle struct {
 	result crds.Result
 }
 
+// Bounds of the CRD bundles kept between runs (crdBundleCache): at most
+// maxCachedCRDBundles entries, least recently used dropped first, each of
+// at most maxCachedCRDBundleBytes of CRD manifests, so at most 128 MiB in
+// all. A larger bundle is read again on each run that needs it.
+const (
+	maxCachedCRDBundles     = 32
+	maxCachedCRDBundleBytes = 4 << 20
+)
+
 // readBundle is a bundle read from the artifact key names.
 type readBundle struct {
 	key    string
 	bundle *crds.Bundle
+}
+
+// crdBundleCache keeps, per spec.crds entry of each automation (its
+// slot), the last bundle read, within the bounds above.
+type crdBundleCache struct {
+	lru *cache.LRU[readBundle]
+}
+
+// newCRDBundleCache returns an empty cache.
+func newCRDBundleCache() (*crdBundleCache, error) {
+	lru, err := cache.NewLRU[readBundle](maxCachedCRDBundles)
+	if err != nil {
+		return nil, fmt.Errorf("creating the CRD bundle cache: %w", err)
+	}
+	return &crdBundleCache{lru: lru}, nil
+}
+
+// get returns the bundle of slot if it was read from the artifact key.
+func (c *crdBundleCache) get(slot, key string) (*crds.Bundle, bool) {
+	cached, err := c.lru.Get(slot)
+	if err != nil || cached.key != key {
+		return nil, false
+	}
+	return cached.bundle, true
+}
+
+// keep makes b, read from the artifact key, slot's bundle, unless it is
+// larger than maxCachedCRDBundleBytes.
+func (c *crdBundleCache) keep(slot, key string, b *crds.Bundle) {
+	size := 0
+	for _, crd := range b.CRDs {
+		size += len(crd.Manifest)
+	}
+	if size > maxCachedCRDBundleBytes {
+		_ = c.lru.Delete(slot)
+		return
+	}
+	_ = c.lru.Set(slot, readBundle{key: key, bundle: b})
+}
+
+// forget drops the bundles of the slots that start with prefix.
+func (c *crdBundleCache) forget(prefix string) {
+	slots, _ := c.lru.ListKeys()
+	for _, slot := range slots {
+		if strings.HasPrefix(slot, prefix) {
+			_ = c.lru.Delete(slot)
+		}
+	}
 }
 
 // crdSource maps an entry's source to the engine's; exactly one must be set.
@@ -100,7 +159,7 @@ func (r *UpdateAutomationReconciler) readCRDs(ctx context.Context, run *automati
 // repository no longer points at is waited for. A digest names immutable
 // content, so an entry's artifact is pulled and extracted once; later runs
 // take the bundle from the entry's slot in r.bundles, which holds only the
-// last one read.
+// last one read, while the cache's bounds keep it.
 func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, pol *imagev1.ImagePolicy, src crds.Source, platform string) (*crds.Bundle, string, error) {
 	repo, err := allowedRepository(ctx, r.Client, pol, r.NoCrossNamespaceRefs)
 	if err != nil {
@@ -131,8 +190,8 @@ func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, po
 		}
 	}
 	key := fmt.Sprintf("%s@%s %s %s", ref.Name, digest, src, platform)
-	if cached, ok := r.bundles.Load(slot); ok && cached.(readBundle).key == key {
-		return cached.(readBundle).bundle, digest, nil
+	if b, ok := r.bundles.get(slot, key); ok {
+		return b, digest, nil
 	}
 	var b *crds.Bundle
 	err = client.ReadArtifact(ctx, ref.Name, digest, func(img v1.Image) error {
@@ -147,7 +206,7 @@ func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, po
 	case err != nil:
 		return nil, "", err
 	}
-	r.bundles.Store(slot, readBundle{key: key, bundle: b})
+	r.bundles.keep(slot, key, b)
 	return b, digest, nil
 }
 

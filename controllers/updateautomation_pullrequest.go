@@ -38,8 +38,9 @@ type pullRequestRun struct {
 }
 
 // validatePullRequest checks what the spec alone tells about
-// spec.git.push.pullRequest; nil when it is not set.
-func validatePullRequest(auto *uprevv1.UpdateAutomation) error {
+// spec.git.push.pullRequest; nil when it is not set. gitSecretNamespace
+// is where spec.git.secretRef is read (see forgeSecretFallback).
+func validatePullRequest(auto *uprevv1.UpdateAutomation, gitSecretNamespace string) error {
 	git := auto.Spec.Git
 	if git.Push == nil || git.Push.PullRequest == nil {
 		return nil
@@ -58,6 +59,33 @@ func validatePullRequest(auto *uprevv1.UpdateAutomation) error {
 	}
 	if _, err := pullRequestRepository(auto); err != nil {
 		return stalled(uprevv1.InvalidSpecReason, err)
+	}
+	if pr.SecretRef == nil {
+		return forgeSecretFallback(auto, gitSecretNamespace)
+	}
+	return nil
+}
+
+// forgeSecretFallback says whether a pull request without a secretRef of
+// its own may authenticate with the Git Secret: a Git Secret is offered
+// only to the Git host it belongs to, so the forge's API must run on the
+// Git URL's host and the Secret be the automation's own namespace's (an
+// ImageUpdateAutomation's GitRepository may be another namespace's).
+// Otherwise the pull request needs its own secretRef, and the automation
+// is Stalled saying so.
+func forgeSecretFallback(auto *uprevv1.UpdateAutomation, gitSecretNamespace string) error {
+	pr := auto.Spec.Git.Push.PullRequest
+	switch {
+	case gitSecretNamespace != auto.Namespace:
+		return stalledf(uprevv1.InvalidSpecReason,
+			"the pull request needs its own secretRef in namespace %s: the Git Secret is namespace %s's, used only for Git", auto.Namespace, gitSecretNamespace)
+	case !forge.ServesGitHost(forge.Provider(pr.Provider), pr.URL, auto.Spec.Git.URL):
+		api := pr.URL
+		if api == "" {
+			api = "the " + pr.Provider + " default"
+		}
+		return stalledf(uprevv1.InvalidSpecReason,
+			"the pull request needs its own secretRef: its forge API (%s) is not on the Git host of %s, and the Git Secret is offered only to that host", api, auto.Spec.Git.URL)
 	}
 	return nil
 }
@@ -162,13 +190,17 @@ func pullRequestError(err error) error {
 }
 
 // forgeToken returns the API token: the pull request Secret's `token` or
-// GitHub App installation token, or else the Git Secret's bearerToken,
-// password or GitHub App installation token. It is never logged.
+// GitHub App installation token, or else, where forgeSecretFallback
+// allows it, the Git Secret's bearerToken, password or GitHub App
+// installation token. It is never logged.
 func (r *UpdateAutomationReconciler) forgeToken(ctx context.Context, run *automationRun) (string, error) {
 	auto := run.auto
 	spec := auto.Spec.Git.Push.PullRequest
 	ref, field, namespace := spec.SecretRef, "spec.git.push.pullRequest.secretRef", auto.Namespace
 	if ref == nil {
+		if err := forgeSecretFallback(auto, run.front.gitSecretNamespace); err != nil {
+			return "", err
+		}
 		ref, field, namespace = auto.Spec.Git.SecretRef, "spec.git.secretRef", run.front.gitSecretNamespace
 	}
 	data, err := secretData(ctx, r.Client, namespace, ref.Name)

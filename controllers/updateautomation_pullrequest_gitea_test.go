@@ -14,6 +14,7 @@ import (
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
@@ -206,8 +207,10 @@ func TestPullRequestFailureIsRetriedWithoutANewPush(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
+	// The proxy is another host than Git's: the pull request has a Secret of its own.
+	g.Expect(k8s.Create(context.Background(), secretWith(f.ns, "forge", map[string][]byte{"token": []byte(f.gitea.Token)}))).To(Succeed())
 	auto := newAutomation(t, f.ns, f.gitURL, withSecret("git"), withPullRequest(uprevv1.PullRequestSpec{
-		Provider: "gitea", URL: front.URL, Repository: f.gitea.Admin + "/" + fleetRepo,
+		Provider: "gitea", URL: front.URL, Repository: f.gitea.Admin + "/" + fleetRepo, SecretRef: &meta.LocalObjectReference{Name: "forge"},
 	}))
 
 	g.Eventually(func(g Gomega) {

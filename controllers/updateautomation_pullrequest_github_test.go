@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,9 +16,9 @@ import (
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
 
-// TestPullRequestOnGitHubAsGitHubApp: with the Git Secret of a GitHub App
-// and no Secret of its own, the pull request is opened on GitHub's API
-// with the app's installation token. An exhausted rate limit is
+// TestPullRequestOnGitHubAsGitHubApp: with the Secret of a GitHub App as
+// its secretRef (the Git Secret too), the pull request is opened on
+// GitHub's API with the app's installation token. An exhausted rate limit is
 // PullRequestFailed, says so, and is retried once it resets, updating the
 // same pull request; neither token nor key reaches status or events.
 func TestPullRequestOnGitHubAsGitHubApp(t *testing.T) {
@@ -28,6 +29,7 @@ func TestPullRequestOnGitHubAsGitHubApp(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), secretWith(f.ns, "github-app", app.SecretData()))).To(Succeed())
 	auto := newAutomation(t, f.ns, f.url, withSecret("github-app"), withPullRequest(uprevv1.PullRequestSpec{
 		Provider: "github", URL: gh.URL, Repository: "acme/fleet", Labels: []string{"uprev"}, Reviewers: []string{"alice"},
+		SecretRef: &meta.LocalObjectReference{Name: "github-app"},
 	}))
 
 	st := waitForPullRequest(t, auto, "")

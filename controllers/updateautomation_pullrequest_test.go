@@ -78,14 +78,16 @@ func TestPullRequestDue(t *testing.T) {
 	}
 }
 
-// pullRequestAutomation is an automation of https://git.example.com/acme/fleet.git
-// pushing to uprev/updates with a pull request on GitHub, changed by mutate.
+// pullRequestAutomation is an automation in namespace apps of
+// https://git.example.com/acme/fleet.git pushing to uprev/updates with a
+// pull request on that host's GitHub Enterprise, changed by mutate.
 func pullRequestAutomation(mutate func(*uprevv1.UpdateAutomation)) *uprevv1.UpdateAutomation {
 	a := &uprevv1.UpdateAutomation{Spec: uprevv1.UpdateAutomationSpec{Git: uprevv1.GitSpec{
 		GitSource: uprevv1.GitSource{URL: "https://git.example.com/acme/fleet.git", Ref: uprevv1.GitRef{Branch: "main"},
 			SecretRef: &meta.LocalObjectReference{Name: "git"}},
-		Push: &uprevv1.PushSpec{Branch: "uprev/updates", PullRequest: &uprevv1.PullRequestSpec{Provider: "github"}},
+		Push: &uprevv1.PushSpec{Branch: "uprev/updates", PullRequest: &uprevv1.PullRequestSpec{Provider: "github", URL: "https://git.example.com/api/v3/"}},
 	}}}
+	a.Namespace = "apps"
 	if mutate != nil {
 		mutate(a)
 	}
@@ -98,15 +100,34 @@ func TestValidatePullRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		mutate func(*uprevv1.UpdateAutomation)
-		err    string
+		// secretNamespace is where spec.git.secretRef is read; apps when empty.
+		secretNamespace string
+		err             string
 	}{
 		{name: "valid"},
+		{name: "the Git Secret goes to no other host", mutate: func(a *uprevv1.UpdateAutomation) {
+			a.Spec.Git.Push.PullRequest.URL = "https://forge.example.com/api/v3/"
+		},
+			err: "the pull request needs its own secretRef: its forge API (https://forge.example.com/api/v3/) is not on the Git host"},
+		{name: "nor to GitHub's API for another Git host", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest.URL = "" },
+			err: "its forge API (the github default) is not on the Git host"},
+		{name: "GitHub's API for github.com", mutate: func(a *uprevv1.UpdateAutomation) {
+			a.Spec.Git.URL, a.Spec.Git.Push.PullRequest.URL = "https://github.com/acme/fleet.git", ""
+		}},
+		{name: "another namespace's Git Secret goes to no forge", secretNamespace: "team",
+			err: "the pull request needs its own secretRef in namespace apps: the Git Secret is namespace team's"},
+		{name: "its own Secret for another host", secretNamespace: "team", mutate: func(a *uprevv1.UpdateAutomation) {
+			a.Spec.Git.Push.PullRequest.URL = "https://forge.example.com/api/v3/"
+			a.Spec.Git.Push.PullRequest.SecretRef = &meta.LocalObjectReference{Name: "forge"}
+		}},
 		{name: "no pull request", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest = nil }},
 		{name: "push branch is the checkout branch", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.Branch = "main" },
 			err: "spec.git.push.pullRequest needs spec.git.push.branch to differ from spec.git.ref.branch (main)"},
 		{name: "base is the push branch", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest.BaseBranch = "uprev/updates" },
 			err: "baseBranch is the push branch"},
-		{name: "gitea without URL", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.PullRequest.Provider = "gitea" },
+		{name: "gitea without URL", mutate: func(a *uprevv1.UpdateAutomation) {
+			a.Spec.Git.Push.PullRequest.Provider, a.Spec.Git.Push.PullRequest.URL = "gitea", ""
+		},
 			err: "spec.git.push.pullRequest.url is required for provider gitea"},
 		{name: "no token anywhere", mutate: func(a *uprevv1.UpdateAutomation) { a.Spec.Git.SecretRef = nil },
 			err: "needs an API token"},
@@ -123,7 +144,11 @@ func TestValidatePullRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := validatePullRequest(pullRequestAutomation(tc.mutate))
+			ns := tc.secretNamespace
+			if ns == "" {
+				ns = "apps"
+			}
+			err := validatePullRequest(pullRequestAutomation(tc.mutate), ns)
 			if tc.err == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

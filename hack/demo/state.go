@@ -41,7 +41,8 @@ type state struct {
 	Manager []string `json:"manager,omitempty"`
 	// ManagerLog holds everything the manager writes.
 	ManagerLog string `json:"managerLog,omitempty"`
-	// Metrics is the manager's Prometheus endpoint.
+	// Metrics is the manager's Prometheus endpoint (HTTPS, for a bearer
+	// token allowed GET /metrics).
 	Metrics string `json:"metrics,omitempty"`
 	// Ready is true once the fleet is up and the script printed.
 	Ready bool `json:"ready"`

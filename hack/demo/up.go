@@ -401,7 +401,7 @@ func (d *demo) startManager(ctx context.Context) error {
 		close(d.managerDone)
 	}()
 	d.state.Manager = append([]string{d.o.uprev}, args...)
-	d.state.Metrics = "http://" + metricsAddr + "/metrics"
+	d.state.Metrics = "https://" + metricsAddr + "/metrics"
 	d.state.Processes = append(d.state.Processes, process{PID: cmd.Process.Pid, Name: filepath.Base(d.o.uprev)})
 	if err := d.state.write(d.o.stateDir); err != nil {
 		return err

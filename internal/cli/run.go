@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/uprev-dev/uprev/controllers"
@@ -42,6 +43,8 @@ type managerOptions struct {
 	jitterOpts    jitter.IntervalOptions
 	featureGates  features.FeatureGates
 	metricsAddr   string
+	metricsSecure bool
+	metricsCerts  string
 	probeAddr     string
 	leaderNS      string
 	watchSelector string
@@ -79,7 +82,11 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	o.jitterOpts.BindFlags(fs)
 	o.featureGates.BindFlags(fs)
 	o.opts.TokenCache.BindFlags(fs, 100)
-	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "The address the Prometheus metrics endpoint binds to.")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "The address the Prometheus metrics endpoint binds to; 0 turns it off.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve the metrics over HTTPS, only to clients the API server authenticates (TokenReview) and authorizes for GET on the /metrics non-resource URL (SubjectAccessReview); false serves them over plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
+		"The directory with the metrics server's tls.crt and tls.key (reloaded when they change); empty means a self-signed certificate made at start. Only with --metrics-secure.")
 	fs.StringVar(&o.probeAddr, "health-addr", ":9440", "The address the health and readiness probes bind to.")
 	fs.StringVar(&o.opts.EventsAddr, "events-addr", "",
 		"The address of Flux's notification-controller; every event is also posted there, in Flux's event format. Empty turns it off.")
@@ -102,6 +109,19 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.opts.Webhook.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "The Secret, in each receiver's namespace, whose key `token` authenticates its notifications.")
 	fs.StringVar(&o.opts.DefaultServiceAccount, "default-service-account", "",
 		"The service account, in each Sync's namespace, that a Sync without serviceAccountName impersonates to apply to the local cluster; empty means the manager's own account.")
+}
+
+// metricsOptions are the metrics server's: with --metrics-secure, HTTPS
+// and controller-runtime's authentication and authorization filter, as
+// kubebuilder's scaffold has it.
+func (o *managerOptions) metricsOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr}
+	if o.metricsSecure {
+		opts.SecureServing = true
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = o.metricsCerts
+	}
+	return opts
 }
 
 // run runs the manager until ctx is done.
@@ -142,10 +162,11 @@ func (o *managerOptions) run(ctx context.Context) error {
 	gracefulShutdown := 30 * time.Second
 	mgr, err := ctrl.NewManager(client.GetConfigOrDie(o.clientOpts), ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       o.metricsOptions(),
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderOpts.Enable,
-		Cache:                         controllers.ShardCache(shard),
+		Cache:                         controllers.ManagerCache(shard, opts.Webhook.SecretName),
+		Client:                        controllers.ClientOptions(),
 		LeaderElectionID:              leaderelection.GenerateID("uprev", o.enabled, o.watchSelector),
 		LeaderElectionNamespace:       o.leaderNS,
 		LeaderElectionReleaseOnCancel: o.leaderOpts.ReleaseOnCancel,

@@ -111,25 +111,37 @@ func (r FluxResult) Objects() FluxObjectChanges {
 }
 
 // ParseFluxMessageTemplate parses a Flux ImageUpdateAutomation message
-// template with the functions Flux gives it (sprig's hermetic ones); an
-// empty text means FluxDefaultMessageTemplate.
+// template with the functions Flux gives it (sprig's hermetic ones), less
+// removedSprigFuncs, with those that allocate from a number capped; an
+// empty text means FluxDefaultMessageTemplate. Its execution is bounded
+// as message_bounds.go says.
 func ParseFluxMessageTemplate(text string) (*template.Template, error) {
 	if text == "" {
 		text = FluxDefaultMessageTemplate
 	}
-	t, err := template.New("commit message").Funcs(sprig.HermeticTxtFuncMap()).Parse(text)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the commit message template: %w", err)
+	return parseBounded("commit message", text, fluxFuncs())
+}
+
+// fluxFuncs are the functions of a Flux message template.
+func fluxFuncs() template.FuncMap {
+	funcs := sprig.HermeticTxtFuncMap()
+	for _, name := range removedSprigFuncs {
+		delete(funcs, name)
 	}
-	return t, nil
+	cappedSprigFuncs(funcs)
+	for name, fn := range builtinFuncs() {
+		funcs[name] = fn
+	}
+	return funcs
 }
 
 // FluxCommitMessage executes t on data; the message is the template's
 // output as it is, as in Flux. A template that uses a removed field fails
-// with an error wrapping ErrRemovedTemplateField that names the field.
+// with an error wrapping ErrRemovedTemplateField that names the field; one
+// that goes past a bound, with an error wrapping ErrTemplateBound.
 func FluxCommitMessage(t *template.Template, data FluxMessageData) (string, error) {
-	var b strings.Builder
-	if err := t.Execute(&b, data); err != nil {
+	msg, err := executeBounded(t, fluxFuncs(), data)
+	if err != nil {
 		for field, pattern := range map[string]string{
 			".Updated":             "can't evaluate field Updated",
 			".Changed.ImageResult": "can't evaluate field ImageResult",
@@ -140,5 +152,5 @@ func FluxCommitMessage(t *template.Template, data FluxMessageData) (string, erro
 		}
 		return "", fmt.Errorf("writing the commit message: %w", err)
 	}
-	return b.String(), nil
+	return msg, nil
 }

@@ -32,26 +32,31 @@ const DefaultMessageTemplate = `{{ subject . }}
 
 // ParseMessageTemplate parses a commit message template; an empty text
 // means DefaultMessageTemplate. Besides text/template's own, templates may
-// call `subject` on the CommitData.
+// call `subject` on the CommitData. Its execution is bounded as
+// message_bounds.go says.
 func ParseMessageTemplate(text string) (*template.Template, error) {
 	if text == "" {
 		text = DefaultMessageTemplate
 	}
-	t, err := template.New("commit").Funcs(template.FuncMap{"subject": Subject}).Option("missingkey=error").Parse(text)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the commit message template: %w", err)
-	}
-	return t, nil
+	return parseBounded("commit", text, messageFuncs(), "missingkey=error")
+}
+
+// messageFuncs are the functions of an UpdateAutomation's message template.
+func messageFuncs() template.FuncMap {
+	funcs := builtinFuncs()
+	funcs["subject"] = Subject
+	return funcs
 }
 
 // CommitMessage executes t on data and returns the message with trailing
-// white space trimmed to one newline.
+// white space trimmed to one newline. A template that goes past a bound
+// fails with an error wrapping ErrTemplateBound.
 func CommitMessage(t *template.Template, data CommitData) (string, error) {
-	var b strings.Builder
-	if err := t.Execute(&b, data); err != nil {
+	msg, err := executeBounded(t, messageFuncs(), data)
+	if err != nil {
 		return "", fmt.Errorf("writing the commit message: %w", err)
 	}
-	return strings.TrimRight(b.String(), " \n\t") + "\n", nil
+	return strings.TrimRight(msg, " \n\t") + "\n", nil
 }
 
 // Subject is the default subject line: `Update agent to 1.4.2` when one

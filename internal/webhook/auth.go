@@ -59,6 +59,20 @@ func Authenticate(h http.Header, body []byte, pathKey string, token []byte, kind
 	return nil
 }
 
+// HasCredentials reports whether a request with headers h and path key
+// pathKey carries any credentials Authenticate checks; one without is
+// refused before its receiver's token or its body is read.
+func HasCredentials(h http.Header, pathKey string) bool {
+	return h.Get(SignatureHeader) != "" || h.Get(GitLabTokenHeader) != "" || h.Get("Authorization") != "" || pathKey != ""
+}
+
+// SignsBody reports whether Authenticate checks the request's body (an
+// X-Hub-Signature-256 signature); otherwise it checks a token in a header
+// or the path, and the body is read only once that succeeded.
+func SignsBody(h http.Header) bool {
+	return h.Get(SignatureHeader) != ""
+}
+
 // Sign returns the X-Hub-Signature-256 value of body under token.
 func Sign(token, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac(token, body))

@@ -41,6 +41,9 @@ const (
 	TokenKey = "token"
 	// MaxBodyBytes is the largest payload read; larger ones get 413.
 	MaxBodyBytes = 1 << 20
+	// MaxConcurrentRequests is the most requests served at once; past it,
+	// a request is answered 503 with Retry-After at once.
+	MaxConcurrentRequests = 32
 	// PathPrefix is where the receivers live.
 	PathPrefix = "/hooks/"
 )
@@ -62,8 +65,8 @@ type Receiver struct {
 	Options Options
 	// Client lists and annotates the triggered objects.
 	Client client.Client
-	// Secrets reads the receivers' Secrets; the manager's cached client
-	// keeps a flood of requests off the API server.
+	// Secrets reads the receivers' Secrets; the manager's cache of the
+	// Secrets of that name keeps a flood of requests off the API server.
 	Secrets client.Reader
 }
 
@@ -105,12 +108,29 @@ func (r *Receiver) NeedLeaderElection() bool {
 	return false
 }
 
-// Handler returns the HTTP handler of the receivers.
+// Handler returns the HTTP handler of the receivers, serving at most
+// MaxConcurrentRequests requests at once.
 func (r *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathPrefix+"{kind}/{namespace}", r.serve)
 	mux.HandleFunc("POST "+PathPrefix+"{kind}/{namespace}/{key}", r.serve)
-	return mux
+	return limitConcurrency(mux, MaxConcurrentRequests)
+}
+
+// limitConcurrency serves at most n requests with next at once; past it,
+// a request is answered 503 with Retry-After: 1 at once, unread.
+func limitConcurrency(next http.Handler, n int) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			next.ServeHTTP(w, req)
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests in progress", http.StatusServiceUnavailable)
+		}
+	})
 }
 
 // Triggered is the response body of an accepted notification.
@@ -127,14 +147,13 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "reading payload failed", http.StatusBadRequest)
+	// What can be checked without the body is checked first: a request
+	// without credentials reads neither the Secret nor the body; one with
+	// a token in a header or the path is authenticated before its body is
+	// read. Only a signature needs the body, read up to MaxBodyBytes.
+	if !HasCredentials(req.Header, key) {
+		log.V(1).Info("Rejected unauthenticated notification", "reason", "no credentials")
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
 	token, err := r.token(req.Context(), namespace)
@@ -143,10 +162,21 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "receiver unavailable", http.StatusServiceUnavailable)
 		return
 	}
+	var body []byte
+	if SignsBody(req.Header) {
+		if body, err = readBody(w, req); err != nil {
+			return
+		}
+	}
 	if err := Authenticate(req.Header, body, key, token, kind, namespace); err != nil {
 		log.V(1).Info("Rejected unauthenticated notification", "reason", err.Error())
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
+	}
+	if !SignsBody(req.Header) {
+		if body, err = readBody(w, req); err != nil {
+			return
+		}
 	}
 	var triggered []string
 	switch kind {
@@ -171,6 +201,22 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(Triggered{Objects: triggered})
+}
+
+// readBody reads req's body up to MaxBodyBytes; on an error it has
+// answered the request (413 past the bound, 400 otherwise).
+func readBody(w http.ResponseWriter, req *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "reading payload failed", http.StatusBadRequest)
+		}
+		return nil, fmt.Errorf("reading the payload: %w", err)
+	}
+	return body, nil
 }
 
 // token returns the token of namespace's receivers; nil when the Secret or

@@ -128,7 +128,7 @@ func TestInstallDefault(t *testing.T) {
 			"Capabilities":             PointTo(HaveField("Drop", ConsistOf(corev1.Capability("ALL")))),
 			"SeccompProfile":           PointTo(HaveField("Type", corev1.SeccompProfileTypeRuntimeDefault)),
 		})))
-		g.Expect(mgr.Args).To(ContainElements("--enable-leader-election", "--storage-path=/data",
+		g.Expect(mgr.Args).To(ContainElements("--enable-leader-election", "--storage-path=/data", "--metrics-addr=:8443", "--metrics-secure",
 			"--controllers="+strings.Join(controllers.AllControllers, ",")))
 		g.Expect(mgr.Resources.Requests).To(HaveKey(corev1.ResourceCPU))
 		g.Expect(mgr.Resources.Requests).To(HaveKey(corev1.ResourceMemory))
@@ -141,7 +141,7 @@ func TestInstallDefault(t *testing.T) {
 			"Path": Equal("/readyz"), "Port": Equal(intstr.FromString("healthz")),
 		})))))
 		g.Expect(mgr.Ports).To(ContainElements(
-			corev1.ContainerPort{Name: "http-metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			corev1.ContainerPort{Name: "https-metrics", ContainerPort: 8443, Protocol: corev1.ProtocolTCP},
 			corev1.ContainerPort{Name: "healthz", ContainerPort: 9440, Protocol: corev1.ProtocolTCP},
 		))
 		g.Expect(mgr.VolumeMounts).To(ContainElements(
@@ -151,10 +151,11 @@ func TestInstallDefault(t *testing.T) {
 	t.Run("ServiceAccountAndRoles", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "uprev"}, &corev1.ServiceAccount{})).To(Succeed())
-		for _, name := range []string{"uprev-manager", "uprev-sync-apply", "uprev-sync-impersonate"} {
+		for _, name := range []string{"uprev-manager", "uprev-sync-apply", "uprev-sync-impersonate", "uprev-metrics-auth"} {
 			g.Expect(cl.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{})).To(Succeed(), "ClusterRole %s", name)
 			g.Expect(cl.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{})).To(Succeed(), "ClusterRoleBinding %s", name)
 		}
+		g.Expect(cl.Get(ctx, client.ObjectKey{Name: "uprev-metrics-reader"}, &rbacv1.ClusterRole{})).To(Succeed(), "for the scraper to bind")
 		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "uprev-leader-election"}, &rbacv1.Role{})).To(Succeed())
 		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "uprev-leader-election"}, &rbacv1.RoleBinding{})).To(Succeed())
 	})
@@ -164,7 +165,7 @@ func TestInstallDefault(t *testing.T) {
 		var svc corev1.Service
 		g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "uprev-metrics"}, &svc)).To(Succeed())
 		g.Expect(svc.Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
-			"Port": BeEquivalentTo(8080), "TargetPort": Equal(intstr.FromString("http-metrics")),
+			"Port": BeEquivalentTo(8443), "TargetPort": Equal(intstr.FromString("https-metrics")),
 		})))
 		g.Expect(svc.Spec.Selector).To(Equal(map[string]string{
 			"app.kubernetes.io/name": "uprev", "app.kubernetes.io/component": "manager",
@@ -197,6 +198,9 @@ func TestInstallDefault(t *testing.T) {
 			// Leader election, in uprev's namespace only.
 			{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: namespace}, true},
 			{authorizationv1.ResourceAttributes{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"}, false},
+			// Serving the metrics to authorized clients only (--metrics-secure).
+			{authorizationv1.ResourceAttributes{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"}, true},
+			{authorizationv1.ResourceAttributes{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}, true},
 			// Never: changing Secrets or deleting what users write.
 			{authorizationv1.ResourceAttributes{Verb: "create", Resource: "secrets", Namespace: "team-a"}, false},
 			{authorizationv1.ResourceAttributes{Verb: "delete", Resource: "secrets", Namespace: namespace}, false},

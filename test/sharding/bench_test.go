@@ -143,7 +143,7 @@ func startShardManagers(b *testing.B, bin, kubeconfig string, n int) []shardMana
 		addr := freeAddr(b)
 		p := manager.Start(b, bin, kubeconfig, b.TempDir(),
 			"--controllers="+controllers.ImageScanning, "--watch-label-selector="+sel,
-			"--log-level=info", "--metrics-addr="+addr)
+			"--log-level=info", "--metrics-addr="+addr, "--metrics-secure=false")
 		procs = append(procs, shardManager{Process: p, metricsAddr: addr})
 	}
 	return procs

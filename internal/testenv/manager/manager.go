@@ -152,3 +152,9 @@ func StartCluster(t testing.TB) *Cluster {
 	}
 	return &Cluster{Cluster: c, KubeConfigPath: path, Client: k8s}
 }
+
+// PID is the manager's process id, for tests that read its memory from
+// /proc.
+func (p *Process) PID() int {
+	return p.cmd.Process.Pid
+}
