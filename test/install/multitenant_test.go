@@ -42,7 +42,9 @@ func TestMultitenantBindsPerNamespace(t *testing.T) {
 		kinds[obj.GetKind()] = append(kinds[obj.GetKind()], obj.GetName())
 	}
 	g.Expect(kinds["ClusterRole"]).To(ContainElements("uprev-sync-impersonate", "uprev-workload-identity"))
-	g.Expect(kinds["ClusterRoleBinding"]).To(ConsistOf("uprev-manager"), "nothing of a tenant's is bound cluster-wide")
+	// The metrics authentication role (TokenReviews, SubjectAccessReviews)
+	// is cluster-scoped by nature and grants nothing of a tenant's.
+	g.Expect(kinds["ClusterRoleBinding"]).To(ConsistOf("uprev-manager", "uprev-metrics-auth"), "nothing of a tenant's is bound cluster-wide")
 
 	var bindings []string
 	for _, obj := range k.build(tenantOverlay(t, k, "team-a")) {
