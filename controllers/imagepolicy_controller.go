@@ -73,9 +73,10 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		}); err != nil {
 		return fmt.Errorf("indexing image policies: %w", err)
 	}
+	// Labels decide which ReleaseGates select a policy: a change selects again.
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&imagev1.ImagePolicy{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&imagev1.ImageRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository),
 			builder.WithPredicates(scanChangedPredicate{})).

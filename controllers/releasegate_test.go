@@ -189,10 +189,34 @@ func TestReleaseGateOnAFreshInstallFallsBackToOlderEligibleVersions(t *testing.T
 		g.Expect(tag).To(Equal("1.2.0"))
 	}).Should(Succeed())
 
-	// A policy the gate does not select is not gated.
+	// A policy the gate does not select is not gated, until it is
+	// labelled so.
 	other := newPolicy(t, ns, "web-dev", semverChoice("1.x"))
+	reg.PushTags(t, "acme/web", "1.3.0")
+	requestReconcile(t, repo)
 	g.Eventually(func(g Gomega) {
-		g.Expect(latestRef(g, client.ObjectKeyFromObject(other)).Tag).To(Equal("1.2.0"))
+		g.Expect(latestRef(g, client.ObjectKeyFromObject(other)).Tag).To(Equal("1.3.0"))
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.2.0"))
+		g.Expect(c.Message).To(ContainSubstring("1.3.0 waits for minReleaseAge"))
+	}).Should(Succeed())
+	g.Eventually(func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(other), other); err != nil {
+			return err
+		}
+		prodStage(other)
+		return k8s.Update(context.Background(), other)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, other)
+		g.Expect(tag).To(Equal("1.2.0"), "labelled into the gate, 1.3.0 is too young")
+		g.Expect(c.Message).To(ContainSubstring("1.3.0 waits for minReleaseAge"))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rg), rg)).To(Succeed())
+		g.Expect(rg.Status.Policies).To(HaveLen(2))
+		g.Expect(rg.Status.Policies[1].Name).To(Equal("web-dev"))
+		g.Expect(rg.Status.Policies[1].Waiting).To(ConsistOf(HaveField("Tag", "1.3.0")))
 	}).Should(Succeed())
 }
 
