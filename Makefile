@@ -4,6 +4,8 @@ BIN := $(CURDIR)/bin
 K8S_ASSETS := $(BIN)/k8s
 CONTROLLER_GEN := $(BIN)/controller-gen
 CONTROLLER_GEN_VERSION := v0.23.0
+GOLANGCI_LINT := $(BIN)/golangci-lint
+GOLANGCI_LINT_VERSION := v2.15.0
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
 # VERSION is stamped into the binary (`uprev version`) and tags the
@@ -102,11 +104,15 @@ fuzz:
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
 	done
 
-## lint: formatting and vet.
-lint:
+## lint: formatting, vet, and golangci-lint (.golangci.yml: the layering rules, as depguard).
+lint: $(GOLANGCI_LINT)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	go vet ./...
 	cd test/controlplane && go vet ./...
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

@@ -6,7 +6,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
@@ -18,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/uprev-dev/uprev/internal/policy"
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/registry"
 )
 
@@ -54,6 +54,8 @@ type ImagePolicyReconciler struct {
 	DefaultServiceAccount string
 	// Tags is the store the ImageRepositoryReconciler writes.
 	Tags registry.Store
+	// Clock tells the time for release gates; the wall clock when nil.
+	Clock clock.PassiveClock
 	// NoCrossNamespaceRefs refuses an ImageRepository in another
 	// namespace, whatever its accessFrom says (Flux's
 	// --no-cross-namespace-refs).
@@ -67,6 +69,9 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	r.Client = mgr.GetClient()
 	r.Events = mgr.GetEventRecorder("uprev-image-policy")
 	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, imageRepositoryRefIndex,
 		func(obj client.Object) []string {
 			pol := obj.(*imagev1.ImagePolicy)
@@ -74,12 +79,15 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		}); err != nil {
 		return fmt.Errorf("indexing image policies: %w", err)
 	}
+	// Labels decide which ReleaseGates select a policy: a change selects again.
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&imagev1.ImagePolicy{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&imagev1.ImageRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository),
 			builder.WithPredicates(scanChangedPredicate{})).
+		Watches(&uprevv1.ReleaseGate{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfGate),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -127,18 +135,14 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 	if err != nil {
 		return outcome{err: err}
 	}
-	tags, err := r.Tags.Tags(repoKey(repo))
+	sel, err := r.selectLatest(ctx, pol, repo)
 	if err != nil {
-		return outcome{err: transient(meta.DependencyNotReadyReason,
-			fmt.Errorf("tags of ImageRepository %s/%s are not stored yet: %w", repo.Namespace, repo.Name, err))}
+		return outcome{err: err}
 	}
-	tag, err := policy.SelectLatest(pol.Spec.Policy, pol.Spec.FilterTags, tags)
-	switch {
-	case errors.Is(err, policy.ErrInvalidPolicy):
-		return outcome{err: stalled(invalidPolicyReason, err)}
-	case err != nil:
-		return outcome{err: transient(noMatchReason, fmt.Errorf("selecting from %d tags of %s: %w", len(tags), repo.Spec.Image, err))}
+	if sel.Tag == "" {
+		return gatedOutcome(outcome{}, sel, r.Clock.Now())
 	}
+	tag := sel.Tag
 
 	latest := &imagev1.ImageRef{Name: repo.Spec.Image, Tag: tag}
 	if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {
@@ -153,7 +157,7 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 	if pol.GetDigestReflectionPolicy() == imagev1.ReflectAlways {
 		o.requeueAfter = pol.GetInterval()
 	}
-	return o
+	return gatedOutcome(o, sel, r.Clock.Now())
 }
 
 // repository returns the policy's ImageRepository once it is readable,

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,7 +34,7 @@ import (
 
 // Names of the controllers a manager can run.
 const (
-	// ImageScanning runs ImageRepository and ImagePolicy.
+	// ImageScanning runs ImageRepository, ImagePolicy and ReleaseGate.
 	ImageScanning = "image"
 	// WriteBack runs UpdateAutomation and Flux's ImageUpdateAutomation.
 	WriteBack = "automation"
@@ -80,6 +81,9 @@ type Options struct {
 	// EventsAddr is notification-controller's address; every event is
 	// also posted there, in Flux's format, when it is set.
 	EventsAddr string
+	// Clock tells when scans first see tags and when release gates let
+	// versions through; the wall clock when nil.
+	Clock clock.PassiveClock
 }
 
 // eventRecorders returns what makes a controller's event recorder: with an
@@ -101,18 +105,19 @@ func eventRecorders(mgr ctrl.Manager, addr string) (func(events.EventRecorder) e
 
 // ShardCache returns the cache options of a manager that reconciles only
 // the objects selector matches: Flux's --watch-label-selector, with its
-// convention of a `sharding.fluxcd.io/key` label. The five kinds uprev
+// convention of a `sharding.fluxcd.io/key` label. The six kinds uprev
 // reconciles are filtered on the apiserver's side, so each shard lists and
 // watches its own objects only; what they read (Secrets, and in workload
 // clusters anything) is not. An object and those it refers to
-// (ImagePolicy and ImageRepository, UpdateAutomation and its policies)
-// must carry the same shard label, as in Flux.
+// (ImagePolicy and ImageRepository, UpdateAutomation and its policies,
+// ReleaseGate and its policies) must carry the same shard label, as in
+// Flux.
 func ShardCache(selector labels.Selector) cache.Options {
 	if selector.Empty() {
 		return cache.Options{}
 	}
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &iacv1.ImageUpdateAutomation{}, &uprevv1.Sync{}} {
+	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &iacv1.ImageUpdateAutomation{}, &uprevv1.Sync{}, &uprevv1.ReleaseGate{}} {
 		byObject[obj] = cache.ByObject{Label: selector}
 	}
 	return cache.Options{ByObject: byObject}
@@ -187,22 +192,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if slices.Contains(opts.Controllers, ImageScanning) {
-		tags := registry.Store{Dir: filepath.Join(opts.StoragePath, "tags")}
+		tags := registry.Store{Dir: filepath.Join(opts.StoragePath, "tags"), Clock: opts.Clock}
 		tagCount := NewTagCountMetric()
 		if err := crmetrics.Registry.Register(tagCount); err != nil {
 			return fmt.Errorf("registering tag metrics: %w", err)
 		}
-		repos := &ImageRepositoryReconciler{Scanner: scanner, TokenCache: tokens, DefaultServiceAccount: opts.DefaultServiceAccount, Tags: tags, TagCount: tagCount}
+		repos := &ImageRepositoryReconciler{Scanner: scanner, TokenCache: tokens, DefaultServiceAccount: opts.DefaultServiceAccount, Tags: tags, TagCount: tagCount, Clock: opts.Clock}
 		if err := repos.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImageRepository controller: %w", err)
 		}
 		repos.Events = recorders(repos.Events)
 		policies := &ImagePolicyReconciler{Scanner: scanner, TokenCache: tokens, DefaultServiceAccount: opts.DefaultServiceAccount,
-			Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
+			Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs, Clock: opts.Clock}
 		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
 			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
 		}
 		policies.Events = recorders(policies.Events)
+		gates := &ReleaseGateReconciler{Policies: policies, Clock: opts.Clock}
+		if err := gates.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("setting up ReleaseGate controller: %w", err)
+		}
+		gates.Events = recorders(gates.Events)
 	}
 	var clones *gitrepo.Cache
 	if slices.Contains(opts.Controllers, WriteBack) || slices.Contains(opts.Controllers, Apply) {

@@ -83,7 +83,7 @@ func runSuite(m *testing.M) int {
 	notifications := httptest.NewServer(http.HandlerFunc(notificationController.receive))
 	defer notifications.Close()
 	opts := Options{Controllers: AllControllers, StoragePath: storage, Concurrency: 4, Registry: testRegistryOptions,
-		EventsAddr: notifications.URL, TokenCache: fluxcache.TokenFlags{MaxSize: 100, MaxDuration: time.Hour}}
+		EventsAddr: notifications.URL, TokenCache: fluxcache.TokenFlags{MaxSize: 100, MaxDuration: time.Hour}, Clock: testClock}
 	if err := Setup(ctx, mgr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -4,36 +4,23 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/apply"
-	"github.com/uprev-dev/uprev/internal/fleet"
 )
 
 // appliedComponents returns the images of the objects an apply wrote or
-// found unchanged: objects it skipped (annotated uprev.dev/reconcile:
-// disabled) run whatever the cluster holds. Objects without a namespace
-// were applied in defaultNamespace.
+// found unchanged (apply.AppliedComponents), for status.targets[].components.
 func appliedComponents(objects []*unstructured.Unstructured, res apply.Result, defaultNamespace string) ([]uprevv1.AppliedComponent, int) {
-	skipped := map[string]bool{}
-	for _, id := range res.Skipped() {
-		skipped[id] = true
+	found, omitted := apply.AppliedComponents(objects, res, defaultNamespace, uprevv1.MaxTargetComponents)
+	var components []uprevv1.AppliedComponent
+	for _, c := range found {
+		components = append(components, uprevv1.AppliedComponent(c))
 	}
-	applied := make([]*unstructured.Unstructured, 0, len(objects))
-	for _, o := range objects {
-		id := object.UnstructuredToObjMetadata(o)
-		if id.Namespace == "" {
-			id.Namespace = defaultNamespace
-		}
-		if !skipped[id.String()] {
-			applied = append(applied, o)
-		}
-	}
-	return fleet.ComponentsOf(applied)
+	return components, omitted
 }
 
 // componentLabels are the labels of uprev_target_component_info.

@@ -52,7 +52,7 @@ func BuildWithin(root, path string) ([]*unstructured.Unstructured, error) {
 		return nil, &BuildError{Path: path, Err: err}
 	}
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		if _, err := c.root.Lstat(filepath.Join(dir, name)); err == nil {
+		if _, err := c.root.Lstat(filepath.ToSlash(filepath.Join(dir, name))); err == nil {
 			return buildKustomization(c, dir)
 		}
 	}

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/uprev-dev/uprev/internal/confined"
 )
 
-// checkout is the directory a build reads, opened as an os.Root: every read
+// checkout is the directory a build reads, opened as a confined.Root: every read
 // of a build (the Sync path, plain YAML files, every file kustomize loads)
 // goes through it, so no name — a `..`, a symbolic link, absolute or
 // relative, at any depth — reaches a file outside the directory.
@@ -17,7 +18,7 @@ type checkout struct {
 	// dir is the directory's absolute path with symbolic links resolved:
 	// kustomize speaks in such paths.
 	dir  string
-	root *os.Root
+	root *confined.Root
 }
 
 // openCheckout opens dir as a checkout. The directory itself is trusted
@@ -31,9 +32,9 @@ func openCheckout(dir string) (*checkout, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", dir, err)
 	}
-	root, err := os.OpenRoot(real)
+	root, err := confined.Open(real)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", dir, err)
+		return nil, err
 	}
 	return &checkout{dir: real, root: root}, nil
 }
@@ -62,26 +63,18 @@ func (c *checkout) abs(name string) string { return filepath.Join(c.dir, name) }
 // A name that leads out of the checkout, through `..` or a link, or does
 // not exist, is an error.
 func (c *checkout) resolve(name string) (string, fs.FileInfo, error) {
-	info, err := c.root.Stat(name)
+	// The root's resolved name is the file's real location, what kustomize
+	// compares bases and cycles by.
+	resolved, info, err := c.root.Resolve(filepath.ToSlash(name))
 	if err != nil {
 		return "", nil, err
 	}
-	// The root found name inside the checkout; its real location is what
-	// kustomize compares bases and cycles by.
-	real, err := filepath.EvalSymlinks(c.abs(name))
-	if err != nil {
-		return "", nil, fmt.Errorf("resolving %s: %w", name, err)
-	}
-	resolved, err := c.name(real)
-	if err != nil {
-		return "", nil, err
-	}
-	return resolved, info, nil
+	return filepath.FromSlash(resolved), info, nil
 }
 
 // readFile reads the file name.
 func (c *checkout) readFile(name string) ([]byte, error) {
-	return c.root.ReadFile(name)
+	return c.root.ReadFile(filepath.ToSlash(name))
 }
 
 // syncPath returns the resolved name of a Sync's path, a directory of the

@@ -58,7 +58,7 @@ func (c *confinedFS) Open(path string) (filesys.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.checkout.root.Open(name)
+	return c.checkout.root.Open(filepath.ToSlash(name))
 }
 
 // IsDir tells whether path is a directory of the checkout.
@@ -171,5 +171,5 @@ func (c *confinedFS) stat(path string) (os.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.checkout.root.Stat(name)
+	return c.checkout.root.Stat(filepath.ToSlash(name))
 }

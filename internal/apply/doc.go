@@ -37,8 +37,8 @@
 //     (<namespace>_<name>_<group>_<kind>), so inventories stay compatible
 //     with Flux's.
 //   - sigs.k8s.io/kustomize/api (krusty) builds kustomizations, with plugins
-//     disabled and a read-only file system over an os.Root of the checkout
-//     (the one confined root every read of a build goes through), so a
+//     disabled and a read-only file system over a confined.Root (os.Root)
+//     of the checkout (the one root every read of a build goes through), so a
 //     kustomization cannot read files outside the checkout. Kustomize's
 //     loader would fetch any http(s) path itself and cannot be given another
 //     client, so every kustomize configuration is checked for remote

@@ -65,3 +65,47 @@ func TestReplacedFileKeepsItsMode(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(HaveLen(1), "no temporary file is left")
 }
+
+// TestDestinationLinkedIntoGitIsRefused: a CRD folder that is, or sits
+// under, a symbolic link into the checkout's .git directory is refused as
+// .git itself is, and nothing is made or written there.
+func TestDestinationLinkedIntoGitIsRefused(t *testing.T) {
+	img := fluxArtifact(t, file("agents.yaml", crdYAML("agents", "example.com", "1.0.0")))
+	bundle, err := Extract(t.Context(), img, Source{ArtifactMediaType: FluxContentMediaType}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"hooks", "hooks/crds", "git/hooks"} {
+		t.Run(dir, func(t *testing.T) {
+			g := NewWithT(t)
+			root := t.TempDir()
+			g.Expect(os.MkdirAll(filepath.Join(root, ".git", "hooks"), 0o755)).To(Succeed())
+			g.Expect(os.Symlink(".git/hooks", filepath.Join(root, "hooks"))).To(Succeed())
+			g.Expect(os.Symlink(".git", filepath.Join(root, "git"))).To(Succeed())
+			_, err := Write(root, dir, bundle, WriteOptions{})
+			g.Expect(err).To(MatchError(ErrPathEscapesRoot))
+			g.Expect(err.Error()).To(ContainSubstring(dir))
+			g.Expect(snapshot(t, filepath.Join(root, ".git"))).To(BeEmpty())
+			g.Expect(filepath.Join(root, ".git", "hooks", "crds")).NotTo(BeADirectory())
+		})
+	}
+}
+
+// TestLinkedCRDFileIsReplacedNotWrittenThrough: a CRD file of the folder
+// that is a symbolic link out of the checkout is replaced by the new file;
+// the file it pointed to is never written.
+func TestLinkedCRDFileIsReplacedNotWrittenThrough(t *testing.T) {
+	g := NewWithT(t)
+	outside := t.TempDir()
+	g.Expect(os.WriteFile(filepath.Join(outside, "target.yaml"), []byte("untouched\n"), 0o644)).To(Succeed())
+	root := t.TempDir()
+	g.Expect(os.MkdirAll(filepath.Join(root, "crds"), 0o755)).To(Succeed())
+	g.Expect(os.Symlink(filepath.Join(outside, "target.yaml"), filepath.Join(root, "crds", "agents.example.com.yaml"))).To(Succeed())
+	res, err := update(t, fluxArtifact(t, file("agents.yaml", crdYAML("agents", "example.com", "1.0.0"))), Source{ArtifactMediaType: FluxContentMediaType}, root, "crds", WriteOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(res.Added)).To(Equal([]string{"agents.example.com"}))
+	g.Expect(snapshot(t, outside)).To(Equal(map[string]string{"target.yaml": "untouched\n"}))
+	info, err := os.Lstat(filepath.Join(root, "crds", "agents.example.com.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(info.Mode().IsRegular()).To(BeTrue(), "the link is replaced by a file")
+}

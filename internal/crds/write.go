@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"math/rand/v2"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/uprev-dev/uprev/internal/confined"
 )
 
 // WriteOptions configure Write.
@@ -124,8 +123,9 @@ func joinNames(changes []Change) string {
 // written and a failure while writing (a full disk) leaves every file as it
 // was; only a failing rename, within one folder, could leave part done. The
 // mode of a replaced file is kept. Nothing outside root is read or
-// written, nor inside its .git directory: a dir that leads out gives
-// ErrPathEscapesRoot.
+// written, nor inside its .git directory: a dir that leads out, or into
+// .git, by name or through a symbolic link, gives ErrPathEscapesRoot
+// (confined.Root.OpenWorkDir holds the rule).
 //
 // bundle comes from Extract, which refuses a hostile artifact before
 // anything is written.
@@ -133,22 +133,17 @@ func Write(root, dir string, bundle *Bundle, opts WriteOptions) (Result, error) 
 	if bundle == nil {
 		return Result{}, fmt.Errorf("writing CRDs to %s: no bundle", dir)
 	}
-	if !filepath.IsLocal(dir) || slices.Contains(strings.Split(filepath.ToSlash(filepath.Clean(dir)), "/"), ".git") {
+	if !filepath.IsLocal(dir) {
 		return Result{}, fmt.Errorf("%w: %q", ErrPathEscapesRoot, dir)
 	}
 	dir = filepath.ToSlash(filepath.Clean(dir))
-	checkout, err := os.OpenRoot(root)
+	checkout, err := confined.Open(root)
 	if err != nil {
 		return Result{}, fmt.Errorf("opening checkout %s: %w", root, err)
 	}
 	defer checkout.Close()
-	if !opts.DryRun {
-		if err := checkout.MkdirAll(dir, 0o755); err != nil {
-			return Result{}, fmt.Errorf("making CRD folder %s: %w", dir, escapeError(root, dir, err))
-		}
-	}
 	existing := map[string]existingFile{}
-	folder, err := checkout.OpenRoot(dir)
+	folder, err := checkout.OpenWorkDir(dir, !opts.DryRun)
 	switch {
 	case err == nil:
 		defer folder.Close()
@@ -157,7 +152,7 @@ func Write(root, dir string, bundle *Bundle, opts WriteOptions) (Result, error) 
 		}
 	case opts.DryRun && errors.Is(err, fs.ErrNotExist):
 	default:
-		return Result{}, fmt.Errorf("opening CRD folder %s: %w", dir, escapeError(root, dir, err))
+		return Result{}, fmt.Errorf("opening CRD folder %s: %w", dir, escapeError(dir, err))
 	}
 
 	res := Result{Ignored: bundle.Ignored, IgnoredKinds: bundle.IgnoredKinds, Pruned: opts.Prune}
@@ -207,8 +202,8 @@ type existingFile struct {
 
 // readExisting returns the CRD files of folder by CRD name: the regular
 // <name>.yaml files that hold one CRD called name. Subfolders are not read.
-func readExisting(folder *os.Root) (map[string]existingFile, error) {
-	entries, err := fs.ReadDir(folder.FS(), ".")
+func readExisting(folder *confined.Root) (map[string]existingFile, error) {
+	entries, err := folder.ReadDir(".")
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +243,7 @@ type fileWrite struct {
 
 // writeAll writes every file to a temporary file, and renames them into
 // place only once all were written.
-func writeAll(folder *os.Root, writes []fileWrite) error {
+func writeAll(folder *confined.Root, writes []fileWrite) error {
 	temps := make([]string, 0, len(writes))
 	cleanup := func() {
 		for _, t := range temps {
@@ -256,7 +251,7 @@ func writeAll(folder *os.Root, writes []fileWrite) error {
 		}
 	}
 	for _, w := range writes {
-		temp, err := writeTemp(folder, w)
+		temp, err := folder.WriteTemp(w.name, w.data, w.mode)
 		if err != nil {
 			cleanup()
 			return err
@@ -272,53 +267,12 @@ func writeAll(folder *os.Root, writes []fileWrite) error {
 	return nil
 }
 
-// writeTemp writes w to a new temporary file named after it and returns
-// the temporary file's name.
-func writeTemp(folder *os.Root, w fileWrite) (string, error) {
-	name := w.name
-	for range 10 {
-		temp := "." + name + ".tmp-" + strconv.FormatUint(rand.Uint64(), 36)
-		f, err := folder.OpenFile(temp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, w.mode)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("creating a temporary file for %s: %w", name, err)
-		}
-		_, err = f.Write(w.data)
-		if err == nil {
-			// The mode given to OpenFile is masked by the umask.
-			err = f.Chmod(w.mode)
-		}
-		if closeErr := f.Close(); err == nil {
-			err = closeErr
-		}
-		if err != nil {
-			_ = folder.Remove(temp)
-			return "", fmt.Errorf("writing %s: %w", name, err)
-		}
-		return temp, nil
-	}
-	return "", fmt.Errorf("creating a temporary file for %s: %w", name, fs.ErrExist)
-}
-
-// escapeError marks err with ErrPathEscapesRoot when dir, or the part of
-// it that exists, resolves through symbolic links to a place outside root
-// (which os.Root refuses).
-func escapeError(root, dir string, err error) error {
-	resolvedRoot, rootErr := filepath.EvalSymlinks(root)
-	if rootErr != nil {
-		return err
-	}
-	for d := filepath.FromSlash(dir); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
-		resolved, dirErr := filepath.EvalSymlinks(filepath.Join(root, d))
-		if dirErr != nil {
-			continue
-		}
-		if rel, relErr := filepath.Rel(resolvedRoot, resolved); relErr != nil || !filepath.IsLocal(rel) {
-			return fmt.Errorf("%w: %s: %w", ErrPathEscapesRoot, dir, err)
-		}
-		return err
+// escapeError marks err, the failure to make or open the CRD folder dir,
+// with ErrPathEscapesRoot when dir leads out of the checkout or into its
+// .git directory.
+func escapeError(dir string, err error) error {
+	if errors.Is(err, confined.ErrEscapes) || errors.Is(err, confined.ErrGitDir) {
+		return fmt.Errorf("%w: %s: %w", ErrPathEscapesRoot, dir, err)
 	}
 	return err
 }

@@ -2,8 +2,8 @@
 // runs which version of each component, and which are behind.
 //
 // Each Sync target reports the container images it applied in
-// status.targets[].components; ComponentsOf computes them from the objects
-// of a revision. Build turns Syncs, ImagePolicies, ImageRepositories and
+// status.targets[].components (apply.AppliedComponents computes them from
+// the objects of a revision). Build turns Syncs, ImagePolicies, ImageRepositories and
 // UpdateAutomations into a Table: one row per component (an ImagePolicy
 // whose image a Sync deploys), one column per Sync target, each cell the
 // version that target runs and how it compares with the version Git wants

@@ -6,9 +6,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/apply"
 )
 
-// digestC is a third image digest.
+// digestA is an image digest.
+const digestA = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+// digestC is another image digest.
 const digestC = "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 
 // ns is the namespace of the fixture's objects.
@@ -34,11 +38,11 @@ func semverPolicy(name, image, tag, digest string) imagev1.ImagePolicy {
 func runs(images ...string) []uprevv1.AppliedComponent {
 	var out []uprevv1.AppliedComponent
 	for _, image := range images {
-		c, err := ParseImage(image)
+		c, err := apply.ParseImage(image)
 		if err != nil {
 			panic(err)
 		}
-		out = append(out, c)
+		out = append(out, uprevv1.AppliedComponent(c))
 	}
 	return out
 }

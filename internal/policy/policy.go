@@ -43,6 +43,12 @@ type Selector interface {
 	// alphabetical or numerical order. It does not modify versions.
 	Latest(versions []string) (string, error)
 
+	// Newest returns up to n of versions in the policy's ranking, highest
+	// first, leaving out those Latest would never select (outside the
+	// semver range, not a semantic version). Its first element is what
+	// Latest returns, up to the order of versions ranked the same.
+	Newest(versions []string, n int) ([]string, error)
+
 	// Compare orders a against b by the policy's ordering, ignoring any
 	// semver range: it returns a positive number when the policy ranks a
 	// above b (would select a over b), a negative number when it ranks a

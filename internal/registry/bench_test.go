@@ -61,3 +61,30 @@ func BenchmarkStore1000x1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 }
+
+// BenchmarkStoreRead10000 reads 10,000 stored tags: names alone (Tags, an
+// ungated policy) and with their first-seen times (SeenTags, a gated one).
+func BenchmarkStoreRead10000(b *testing.B) {
+	store := Store{Dir: b.TempDir()}
+	tags := make([]string, 10000)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("%d.%d.0", i/100, i%100)
+	}
+	if err := store.SetTags("ns/agent", tags); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Tags", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := store.Tags("ns/agent"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("SeenTags", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := store.SeenTags("ns/agent"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -6,11 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // Store keeps the tags of many repositories in the directory Dir, one file
@@ -18,21 +22,52 @@ import (
 // documentation for why. A Store holds no state besides Dir: a new Store on
 // the same directory reads what an earlier one wrote. Concurrent calls are
 // safe; for one key, the last SetTags wins.
+//
+// With each tag, the Store keeps when a scan first saw it (SeenTags): a
+// tag that an earlier SetTags of the same key stored keeps its time, a new
+// one gets the clock's now. It keeps tag names only, no digests, so a tag
+// moved to another digest keeps the time its name was first seen.
 type Store struct {
 	// Dir is the directory of the files; it is created when first written.
 	Dir string
+	// Clock tells when tags are first seen; the wall clock when nil.
+	Clock clock.PassiveClock
+}
+
+// SeenTag is a stored tag and when a scan first saw it.
+type SeenTag struct {
+	// Name is the tag.
+	Name string
+	// FirstSeen is when SetTags first stored the tag under its key, to
+	// the second.
+	FirstSeen time.Time
 }
 
 // SetTags replaces the tags stored under key, e.g. "namespace/name" of an
-// ImageRepository.
+// ImageRepository, keeping the first-seen time of the tags stored before.
 func (s Store) SetTags(key string, tags []string) error {
-	var buf bytes.Buffer
 	for _, tag := range tags {
-		if tag == "" || strings.ContainsAny(tag, "\n\r") || tag[0] == '#' {
+		if tag == "" || strings.ContainsAny(tag, "\n\r\t") || tag[0] == '#' {
 			return fmt.Errorf("storing tags of %s: invalid tag %q", key, tag)
 		}
-		buf.Grow(len(tag) + 1)
+	}
+	// What cannot be read (nothing stored, a file cut short) is seen now.
+	known, _ := s.SeenTags(key)
+	firstSeen := make(map[string]int64, len(known))
+	for _, t := range known {
+		firstSeen[t.Name] = t.FirstSeen.Unix()
+	}
+	now := s.now().Unix()
+	var buf bytes.Buffer
+	for _, tag := range tags {
+		seen, ok := firstSeen[tag]
+		if !ok {
+			seen = now
+		}
+		buf.Grow(len(tag) + 12)
 		buf.WriteString(tag)
+		buf.WriteByte('\t')
+		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), seen, 10))
 		buf.WriteByte('\n')
 	}
 	fmt.Fprintf(&buf, "%s%d\n", trailerPrefix, len(tags))
@@ -63,21 +98,77 @@ func (s Store) SetTags(key string, tags []string) error {
 // stored is incomplete, the error wraps fs.ErrNotExist: either way the
 // repository needs a scan.
 func (s Store) Tags(key string) ([]string, error) {
-	data, err := os.ReadFile(s.path(key))
+	body, _, err := s.read(key, false)
 	if err != nil {
-		return nil, fmt.Errorf("reading tags of %s: %w", key, err)
+		return nil, err
+	}
+	tags := make([]string, 0, strings.Count(body, "\n"))
+	for line := range strings.Lines(body) {
+		tag, _, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		tags = append(tags, tag)
+	}
+	return tags, nil
+}
+
+// SeenTags returns the tags stored under key with the time a scan first
+// saw each, in the order they were stored; errors are those of Tags. A tag
+// stored by a version of uprev that kept no times counts as first seen
+// when its file was last written, the latest time it may have appeared.
+func (s Store) SeenTags(key string) ([]SeenTag, error) {
+	body, written, err := s.read(key, true)
+	if err != nil {
+		return nil, err
+	}
+	tags := make([]SeenTag, 0, strings.Count(body, "\n"))
+	for line := range strings.Lines(body) {
+		tag, seen, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		t := SeenTag{Name: tag, FirstSeen: written}
+		if ok {
+			unix, err := strconv.ParseInt(seen, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("reading tags of %s: first-seen time of %q: %w", key, tag, err)
+			}
+			t.FirstSeen = time.Unix(unix, 0)
+		}
+		tags = append(tags, t)
+	}
+	return tags, nil
+}
+
+// read returns the lines of the tags stored under key, without the
+// trailer, and, when modTime is set, when the file was last written.
+func (s Store) read(key string, modTime bool) (body string, written time.Time, err error) {
+	f, err := os.Open(s.path(key))
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
+	}
+	defer f.Close()
+	if modTime {
+		info, err := f.Stat()
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
+		}
+		written = info.ModTime().Truncate(time.Second)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
 	}
 	content, ok := strings.CutSuffix(string(data), "\n")
 	lastLine := strings.LastIndexByte(content, '\n') + 1
 	body, trailer := content[:lastLine], content[lastLine:]
 	if !ok || trailer != trailerPrefix+strconv.Itoa(strings.Count(body, "\n")) {
-		return nil, fmt.Errorf("reading tags of %s: the file is incomplete, as after a crash during a write: %w", key, fs.ErrNotExist)
+		return "", time.Time{}, fmt.Errorf("reading tags of %s: the file is incomplete, as after a crash during a write: %w", key, fs.ErrNotExist)
 	}
-	tags := make([]string, 0, strings.Count(body, "\n"))
-	for line := range strings.Lines(body) {
-		tags = append(tags, strings.TrimSuffix(line, "\n"))
+	return body, written, nil
+}
+
+// now returns the clock's time.
+func (s Store) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
 	}
-	return tags, nil
+	return s.Clock.Now()
 }
 
 // Delete removes the tags stored under key; deleting a missing key is not

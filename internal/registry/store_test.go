@@ -7,8 +7,10 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestStoreRoundTripAndRestart(t *testing.T) {
@@ -80,6 +82,7 @@ func TestStoreRejectsTagsItCannotStore(t *testing.T) {
 	g.Expect(store.SetTags("k", []string{"ok", "bad\ntag"})).NotTo(Succeed())
 	g.Expect(store.SetTags("k", []string{""})).NotTo(Succeed())
 	g.Expect(store.SetTags("k", []string{"#count 0"})).NotTo(Succeed())
+	g.Expect(store.SetTags("k", []string{"bad\ttag"})).NotTo(Succeed(), "a tab separates a tag from its first-seen time")
 	_, err := store.Tags("k")
 	g.Expect(err).To(MatchError(fs.ErrNotExist))
 }
@@ -124,4 +127,59 @@ func TestStoreWritesAtomically(t *testing.T) {
 	entries, err := os.ReadDir(store.Dir)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(entries).To(HaveLen(1))
+}
+
+func TestStoreKeepsFirstSeenTimesAcrossRestarts(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	store := Store{Dir: dir, Clock: clk}
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+
+	clk.SetTime(t0.Add(time.Hour))
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0", "1.2.0"})).To(Succeed())
+
+	// A new Store on the same directory, as after a restart, a day later.
+	restarted := Store{Dir: dir, Clock: clocktesting.NewFakePassiveClock(t0.Add(24 * time.Hour))}
+	seen := func() map[string]time.Time {
+		tags, err := restarted.SeenTags("apps/agent")
+		g.Expect(err).NotTo(HaveOccurred())
+		m := map[string]time.Time{}
+		for _, tag := range tags {
+			m[tag.Name] = tag.FirstSeen.UTC()
+		}
+		return m
+	}
+	g.Expect(seen()).To(Equal(map[string]time.Time{"1.0.0": t0, "1.1.0": t0, "1.2.0": t0.Add(time.Hour)}))
+	g.Expect(restarted.Tags("apps/agent")).To(Equal([]string{"1.0.0", "1.1.0", "1.2.0"}))
+
+	// A tag that disappears and comes back is seen anew.
+	g.Expect(restarted.SetTags("apps/agent", []string{"1.0.0", "1.2.0"})).To(Succeed())
+	g.Expect(restarted.SetTags("apps/agent", []string{"1.0.0", "1.1.0", "1.2.0"})).To(Succeed())
+	g.Expect(seen()).To(Equal(map[string]time.Time{"1.0.0": t0, "1.1.0": t0.Add(24 * time.Hour), "1.2.0": t0.Add(time.Hour)}))
+}
+
+func TestStoreReadsTagsWrittenWithoutFirstSeenTimes(t *testing.T) {
+	g := NewWithT(t)
+	store := Store{Dir: t.TempDir(), Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC))}
+	// The format of uprev before first-seen times: one tag a line.
+	written := time.Date(2026, 11, 1, 8, 30, 0, 0, time.UTC)
+	path := store.path("apps/agent")
+	g.Expect(os.WriteFile(path, []byte("1.0.0\n1.1.0\n#count 2\n"), 0o600)).To(Succeed())
+	g.Expect(os.Chtimes(path, written, written)).To(Succeed())
+
+	g.Expect(store.Tags("apps/agent")).To(Equal([]string{"1.0.0", "1.1.0"}))
+	tags, err := store.SeenTags("apps/agent")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(HaveLen(2))
+	for _, tag := range tags {
+		g.Expect(tag.FirstSeen.UTC()).To(Equal(written), "a tag without a time counts from its file's last write")
+	}
+	// The next scan writes those times down.
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0", "1.2.0"})).To(Succeed())
+	tags, err = store.SeenTags("apps/agent")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags[0].FirstSeen.UTC()).To(Equal(written))
+	g.Expect(tags[2].FirstSeen.UTC()).To(Equal(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)))
 }

@@ -6,17 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
-	"os"
 	"path"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/uprev-dev/uprev/internal/confined"
 )
 
 // ErrPathEscapesRoot is returned for an update path that leads outside the
-// checkout, such as ../other or an absolute path.
+// checkout, such as ../other, an absolute path or a symbolic link out, or
+// into its .git directory.
 var ErrPathEscapesRoot = errors.New("update path escapes the checkout root")
 
 // Options configures a run of RewriteMarkers.
@@ -48,7 +47,7 @@ type Options struct {
 // A file that cannot be read or parsed, or that holds an invalid marker, is
 // reported in Result.FileErrors and left untouched; the run goes on. The
 // error is non-nil only when the run could not go on: dir escapes root
-// (ErrPathEscapesRoot), root or dir cannot be opened, ctx is done, or a file
+// or leads into its .git directory (ErrPathEscapesRoot), root or dir cannot be opened, ctx is done, or a file
 // could not be written. Files written before such an error stay written;
 // the Result then lists the changes made so far.
 func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result, error) {
@@ -59,14 +58,14 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 		return Result{}, fmt.Errorf("%w: %q", ErrPathEscapesRoot, dir)
 	}
 	dir = filepath.ToSlash(filepath.Clean(dir))
-	checkout, err := os.OpenRoot(root)
+	checkout, err := confined.Open(root)
 	if err != nil {
 		return Result{}, fmt.Errorf("opening checkout %s: %w", root, err)
 	}
 	defer checkout.Close()
-	tree, err := checkout.OpenRoot(dir)
+	tree, err := checkout.OpenWorkDir(dir, false)
 	if err != nil {
-		if linksOutside(root, dir) {
+		if errors.Is(err, confined.ErrEscapes) || errors.Is(err, confined.ErrGitDir) {
 			return Result{}, fmt.Errorf("%w: %s: %w", ErrPathEscapesRoot, dir, err)
 		}
 		return Result{}, fmt.Errorf("opening update path %s: %w", dir, err)
@@ -131,21 +130,6 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 	return res, nil
 }
 
-// linksOutside reports whether the local path dir resolves, through
-// symbolic links, to a place outside root.
-func linksOutside(root, dir string) bool {
-	resolvedRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return false
-	}
-	resolved, err := filepath.EvalSymlinks(filepath.Join(root, dir))
-	if err != nil {
-		return false
-	}
-	rel, err := filepath.Rel(resolvedRoot, resolved)
-	return err != nil || !filepath.IsLocal(rel)
-}
-
 // isYAMLName reports whether a file is read as YAML: it has a YAML
 // extension or, as kustomize's own file name and as Flux reads it, is
 // named exactly Kustomization.
@@ -158,9 +142,9 @@ func isYAMLName(name string) bool {
 // directory of the last file open, so that reading a file costs one open
 // rather than one per path component, and reuses one read buffer.
 type treeFiles struct {
-	tree    *os.Root
+	tree    *confined.Root
 	dirName string
-	dir     *os.Root
+	dir     *confined.Root
 	buf     bytes.Buffer
 	// marked is the names of the files with a marker read so far, so that
 	// a file reached both directly and through a link is rewritten once.
@@ -185,28 +169,11 @@ func (t *treeFiles) firstVisit(name string) bool {
 // false for a link that is broken, leads out of the tree or into a .git
 // directory, or leads to anything but a regular file.
 func (t *treeFiles) linkTarget(name string) (string, bool) {
-	// os.Root refuses to follow a link out of the tree.
-	info, err := t.tree.Stat(name)
-	if err != nil || !info.Mode().IsRegular() {
+	target, info, err := t.tree.Resolve(name)
+	if err != nil || !info.Mode().IsRegular() || confined.InGitDir(target) {
 		return "", false
 	}
-	base, err := filepath.EvalSymlinks(t.tree.Name())
-	if err != nil {
-		return "", false
-	}
-	resolved, err := filepath.EvalSymlinks(filepath.Join(t.tree.Name(), filepath.FromSlash(name)))
-	if err != nil {
-		return "", false
-	}
-	rel, err := filepath.Rel(base, resolved)
-	if err != nil || !filepath.IsLocal(rel) {
-		return "", false
-	}
-	rel = filepath.ToSlash(rel)
-	if slices.Contains(strings.Split(rel, "/"), ".git") {
-		return "", false
-	}
-	return rel, true
+	return target, true
 }
 
 // enterDir makes the directory holding name the open one.
@@ -251,8 +218,8 @@ func (t *treeFiles) read(name string) ([]byte, error) {
 	return t.buf.Bytes(), nil
 }
 
-// write replaces the file name by data through a temporary file in the
-// same directory and a rename, keeping the file's permission bits.
+// write replaces the file name by data atomically, keeping the file's
+// permission bits.
 func (t *treeFiles) write(name string, data []byte) error {
 	if err := t.enterDir(name); err != nil {
 		return err
@@ -261,34 +228,8 @@ func (t *treeFiles) write(name string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("reading file mode: %w", err)
 	}
-	perm := info.Mode().Perm()
-	base := path.Base(name)
-	dir := t.dir
-	var tmp string
-	var f *os.File
-	for range 10 {
-		tmp = "." + base + ".uprev-" + strconv.FormatUint(rand.Uint64(), 36)
-		f, err = dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("creating temporary file: %w", err)
-	}
-	_, err = f.Write(data)
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		// OpenFile applied the umask; set the original bits exactly.
-		err = dir.Chmod(tmp, perm)
-	}
-	if err == nil {
-		err = dir.Rename(tmp, base)
-	}
-	if err != nil {
-		return errors.Join(fmt.Errorf("replacing file: %w", err), dir.Remove(tmp))
+	if err := t.dir.ReplaceFile(path.Base(name), data, info.Mode().Perm()); err != nil {
+		return fmt.Errorf("replacing file: %w", err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -32,18 +33,24 @@ func TestRewriteMarkersRefusesPathsOutsideRoot(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
 	writeFiles(t, outside, map[string]string{"a.yaml": agentLine})
+	writeFiles(t, root, map[string]string{".git/hooks/a.yaml": agentLine})
 	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"../", "..", "a/../../b", outside, "link", "link/"} {
+	if err := os.Symlink(".git/hooks", filepath.Join(root, "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"../", "..", "a/../../b", outside, "link", "link/", ".git", ".git/hooks", "hooks"} {
 		t.Run(dir, func(t *testing.T) {
 			g := NewWithT(t)
 			_, err := update.RewriteMarkers(context.Background(), root, dir, update.Options{Policies: testPolicies()})
 			g.Expect(err).To(MatchError(update.ErrPathEscapesRoot))
+			g.Expect(err.Error()).To(ContainSubstring(strings.TrimSuffix(dir, "/")), "the error names the path")
 		})
 	}
 	g := NewWithT(t)
 	g.Expect(readTree(t, outside)).To(Equal(map[string]string{"a.yaml": agentLine}))
+	g.Expect(readTree(t, filepath.Join(root, ".git"))).To(Equal(map[string]string{"hooks/a.yaml": agentLine}))
 }
 
 func TestRewriteMarkersMissingPath(t *testing.T) {

@@ -1,4 +1,4 @@
-package fleet
+package apply
 
 import (
 	"cmp"
@@ -6,11 +6,21 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
+
+// Component is one container image as a manifest names it: the repository
+// as written, the tag and the digest (each empty when not given).
+type Component struct {
+	// Image is the image repository, without tag or digest.
+	Image string
+	// Tag is the image's tag.
+	Tag string
+	// Digest is the digest the manifest pins (sha256:...).
+	Digest string
+}
 
 // podSpecPaths are where objects keep a pod spec: a CronJob's job template,
 // the pod template of Deployments, StatefulSets, DaemonSets, ReplicaSets,
@@ -25,13 +35,27 @@ var podSpecPaths = [][]string{
 // pod runs.
 var containerLists = []string{"initContainers", "containers"}
 
-// ComponentsOf returns the container images of objects, as their manifests
-// name them: one entry per image, tag and digest, sorted, at most
-// uprevv1.MaxTargetComponents of them. omitted counts the entries left out;
-// images that are not valid references are left out and not counted.
-func ComponentsOf(objects []*unstructured.Unstructured) (components []uprevv1.AppliedComponent, omitted int) {
-	seen := map[uprevv1.AppliedComponent]bool{}
+// AppliedComponents returns the container images of the objects res wrote
+// or found unchanged, as their manifests name them: objects it skipped
+// (annotated uprev.dev/reconcile: disabled) run whatever the cluster
+// holds. Objects without a namespace were applied in defaultNamespace.
+// There is one entry per image, tag and digest, sorted, at most limit of
+// them; omitted counts the entries left out. Images that are not valid
+// references are left out and not counted.
+func AppliedComponents(objects []*unstructured.Unstructured, res Result, defaultNamespace string, limit int) (components []Component, omitted int) {
+	skipped := map[string]bool{}
+	for _, id := range res.Skipped() {
+		skipped[id] = true
+	}
+	seen := map[Component]bool{}
 	for _, o := range objects {
+		id := object.UnstructuredToObjMetadata(o)
+		if id.Namespace == "" {
+			id.Namespace = defaultNamespace
+		}
+		if skipped[id.String()] {
+			continue
+		}
 		for _, image := range imagesOf(o) {
 			c, err := ParseImage(image)
 			if err != nil || seen[c] {
@@ -41,17 +65,14 @@ func ComponentsOf(objects []*unstructured.Unstructured) (components []uprevv1.Ap
 			components = append(components, c)
 		}
 	}
-	slices.SortFunc(components, compareComponents)
-	if len(components) > uprevv1.MaxTargetComponents {
-		omitted = len(components) - uprevv1.MaxTargetComponents
-		components = components[:uprevv1.MaxTargetComponents]
+	slices.SortFunc(components, func(a, b Component) int {
+		return cmp.Or(strings.Compare(a.Image, b.Image), strings.Compare(a.Tag, b.Tag), strings.Compare(a.Digest, b.Digest))
+	})
+	if len(components) > limit {
+		omitted = len(components) - limit
+		components = components[:limit]
 	}
 	return components, omitted
-}
-
-// compareComponents orders components by image, tag, then digest.
-func compareComponents(a, b uprevv1.AppliedComponent) int {
-	return cmp.Or(strings.Compare(a.Image, b.Image), strings.Compare(a.Tag, b.Tag), strings.Compare(a.Digest, b.Digest))
 }
 
 // imagesOf returns the image of every container of an object's pod spec.
@@ -93,12 +114,12 @@ func podSpecOf(o *unstructured.Unstructured) (map[string]any, bool) {
 // ParseImage splits an image reference as a manifest writes it,
 // `repository[:tag][@digest]`, into its parts, keeping the repository as
 // written. A reference that is not valid is an error.
-func ParseImage(ref string) (uprevv1.AppliedComponent, error) {
+func ParseImage(ref string) (Component, error) {
 	if _, err := name.ParseReference(ref); err != nil {
-		return uprevv1.AppliedComponent{}, fmt.Errorf("parsing image %q: %w", ref, err)
+		return Component{}, fmt.Errorf("parsing image %q: %w", ref, err)
 	}
 	base, digest, _ := strings.Cut(ref, "@")
-	c := uprevv1.AppliedComponent{Image: base, Digest: digest}
+	c := Component{Image: base, Digest: digest}
 	if i := strings.LastIndex(base, ":"); i > strings.LastIndex(base, "/") {
 		c.Image, c.Tag = base[:i], base[i+1:]
 	}

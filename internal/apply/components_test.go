@@ -1,4 +1,4 @@
-package fleet
+package apply
 
 import (
 	"fmt"
@@ -7,9 +7,10 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-
-	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
+
+// maxComponents bounds the components in these tests.
+const maxComponents = 128
 
 // digestA and digestB are two image digests.
 const (
@@ -20,15 +21,15 @@ const (
 func TestParseImage(t *testing.T) {
 	for _, tc := range []struct {
 		ref     string
-		want    uprevv1.AppliedComponent
+		want    Component
 		wantErr bool
 	}{
-		{ref: "ghcr.io/acme/agent:1.4.2", want: uprevv1.AppliedComponent{Image: "ghcr.io/acme/agent", Tag: "1.4.2"}},
-		{ref: "ghcr.io/acme/agent:1.4.2@" + digestA, want: uprevv1.AppliedComponent{Image: "ghcr.io/acme/agent", Tag: "1.4.2", Digest: digestA}},
-		{ref: "ghcr.io/acme/agent@" + digestA, want: uprevv1.AppliedComponent{Image: "ghcr.io/acme/agent", Digest: digestA}},
-		{ref: "localhost:5000/agent:v1", want: uprevv1.AppliedComponent{Image: "localhost:5000/agent", Tag: "v1"}},
-		{ref: "localhost:5000/agent", want: uprevv1.AppliedComponent{Image: "localhost:5000/agent"}},
-		{ref: "redis", want: uprevv1.AppliedComponent{Image: "redis"}},
+		{ref: "ghcr.io/acme/agent:1.4.2", want: Component{Image: "ghcr.io/acme/agent", Tag: "1.4.2"}},
+		{ref: "ghcr.io/acme/agent:1.4.2@" + digestA, want: Component{Image: "ghcr.io/acme/agent", Tag: "1.4.2", Digest: digestA}},
+		{ref: "ghcr.io/acme/agent@" + digestA, want: Component{Image: "ghcr.io/acme/agent", Digest: digestA}},
+		{ref: "localhost:5000/agent:v1", want: Component{Image: "localhost:5000/agent", Tag: "v1"}},
+		{ref: "localhost:5000/agent", want: Component{Image: "localhost:5000/agent"}},
+		{ref: "redis", want: Component{Image: "redis"}},
 		{ref: "Not A Reference", wantErr: true},
 		{ref: "ghcr.io/acme/agent@sha256:short", wantErr: true},
 	} {
@@ -45,8 +46,8 @@ func TestParseImage(t *testing.T) {
 	}
 }
 
-// object parses the YAML of one object.
-func object(t *testing.T, manifest string) *unstructured.Unstructured {
+// manifest parses the YAML of one object.
+func manifest(t *testing.T, manifest string) *unstructured.Unstructured {
 	t.Helper()
 	o := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &o.Object); err != nil {
@@ -55,26 +56,26 @@ func object(t *testing.T, manifest string) *unstructured.Unstructured {
 	return o
 }
 
-func TestComponentsOfPodTemplates(t *testing.T) {
+func TestAppliedComponentsOfPodTemplates(t *testing.T) {
 	g := NewWithT(t)
 	objects := []*unstructured.Unstructured{
-		object(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: agent},
+		manifest(t, `{apiVersion: apps/v1, kind: Deployment, metadata: {name: agent},
 		  spec: {template: {spec: {
 		    initContainers: [{name: crds, image: "ghcr.io/acme/agent-crds:1.4.2"}],
 		    containers: [{name: agent, image: "ghcr.io/acme/agent:1.4.2@`+digestA+`"}, {name: proxy, image: "envoyproxy/envoy:v1.30.1"}]}}}}`),
-		object(t, `{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: db},
+		manifest(t, `{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: db},
 		  spec: {template: {spec: {containers: [{name: db, image: "postgres:16.2"}]}}}}`),
-		object(t, `{apiVersion: batch/v1, kind: CronJob, metadata: {name: backup},
+		manifest(t, `{apiVersion: batch/v1, kind: CronJob, metadata: {name: backup},
 		  spec: {jobTemplate: {spec: {template: {spec: {containers: [{name: backup, image: "postgres:16.2"}]}}}}}}`),
-		object(t, `{apiVersion: v1, kind: Pod, metadata: {name: debug},
+		manifest(t, `{apiVersion: v1, kind: Pod, metadata: {name: debug},
 		  spec: {containers: [{name: shell, image: "busybox@`+digestB+`"}]}}`),
-		object(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}, data: {image: "not/a:container"}}`),
-		object(t, `{apiVersion: apps/v1, kind: DaemonSet, metadata: {name: broken},
+		manifest(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}, data: {image: "not/a:container"}}`),
+		manifest(t, `{apiVersion: apps/v1, kind: DaemonSet, metadata: {name: broken},
 		  spec: {template: {spec: {containers: [{name: bad, image: "Not A Reference"}, {name: empty}]}}}}`),
 	}
-	components, omitted := ComponentsOf(objects)
+	components, omitted := AppliedComponents(objects, Result{}, "default", maxComponents)
 	g.Expect(omitted).To(BeZero())
-	g.Expect(components).To(Equal([]uprevv1.AppliedComponent{
+	g.Expect(components).To(Equal([]Component{
 		{Image: "busybox", Digest: digestB},
 		{Image: "envoyproxy/envoy", Tag: "v1.30.1"},
 		{Image: "ghcr.io/acme/agent", Tag: "1.4.2", Digest: digestA},
@@ -83,15 +84,15 @@ func TestComponentsOfPodTemplates(t *testing.T) {
 	}), "sorted, each once, invalid references left out")
 }
 
-func TestComponentsOfIsBounded(t *testing.T) {
+func TestAppliedComponentsAreBounded(t *testing.T) {
 	g := NewWithT(t)
 	var objects []*unstructured.Unstructured
-	for i := range uprevv1.MaxTargetComponents + 3 {
-		objects = append(objects, object(t, fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: app-%[1]d},
+	for i := range maxComponents + 3 {
+		objects = append(objects, manifest(t, fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: app-%[1]d},
 		  spec: {template: {spec: {containers: [{name: app, image: "ghcr.io/acme/app-%03[1]d:1.0.0"}]}}}}`, i)))
 	}
-	components, omitted := ComponentsOf(objects)
-	g.Expect(components).To(HaveLen(uprevv1.MaxTargetComponents))
+	components, omitted := AppliedComponents(objects, Result{}, "default", maxComponents)
+	g.Expect(components).To(HaveLen(maxComponents))
 	g.Expect(omitted).To(Equal(3))
 	g.Expect(components[0].Image).To(Equal("ghcr.io/acme/app-000"))
 }

@@ -1,0 +1,50 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gate"
+)
+
+func TestWithWaitingListsThisGatesHoldsOnly(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	hold := func(name string, at time.Duration) gate.Hold {
+		return gate.Hold{Gate: name, Kind: gate.MinReleaseAge, EligibleAt: t0.Add(at), Reason: "young"}
+	}
+	many := gate.Selection{Tag: "1.0.0"}
+	for i := range 30 {
+		many.Waiting = append(many.Waiting, gate.Waiting{Tag: "1.1." + string(rune('a'+i)), Holds: []gate.Hold{hold("prod", time.Duration(30-i)*time.Hour)}})
+	}
+	tests := []struct {
+		name     string
+		sel      gate.Selection
+		wantTags []string
+		wantLen  int
+		wantNext time.Time
+	}{
+		{name: "nothing waits", sel: gate.Selection{Tag: "1.0.0"}},
+		{name: "held by this gate and another", sel: gate.Selection{Tag: "1.0.0", Waiting: []gate.Waiting{
+			{Tag: "1.2.0", Holds: []gate.Hold{hold("soak", 5*time.Hour), hold("prod", 2*time.Hour)}},
+			{Tag: "1.1.0", Holds: []gate.Hold{hold("soak", time.Hour)}},
+		}}, wantTags: []string{"1.2.0"}, wantLen: 1, wantNext: t0.Add(2 * time.Hour)},
+		{name: "bounded, newest first, the next eligible still counted", sel: many,
+			wantTags: []string{"1.1.a", "1.1.b"}, wantLen: uprevv1.MaxWaitingVersions, wantNext: t0.Add(time.Hour)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			gp, next := withWaiting(uprevv1.GatedPolicy{Name: "agent"}, "prod", tt.sel)
+			g.Expect(next).To(Equal(tt.wantNext))
+			g.Expect(gp.Waiting).To(HaveLen(tt.wantLen))
+			for i, tag := range tt.wantTags {
+				g.Expect(gp.Waiting[i].Tag).To(Equal(tag))
+				g.Expect(gp.Waiting[i].Gate).To(Equal(gate.MinReleaseAge))
+				g.Expect(gp.Waiting[i].EligibleAt).NotTo(BeNil())
+			}
+		})
+	}
+}
