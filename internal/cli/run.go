@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/netguard"
 	"github.com/uprev-dev/uprev/internal/version"
 	"github.com/uprev-dev/uprev/internal/webhook"
@@ -103,7 +104,7 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.registryConns, "registry-max-concurrent", 4, "The number of requests in flight to one registry host.")
 	fs.Float64Var(&o.registryRate, "registry-qps", 0, "Requests per second to one registry host; 0 means no limit.")
 	fs.StringSliceVar(&o.registryDeny, "registry-deny-cidrs", nil,
-		"Comma-separated address ranges (CIDRs) no registry connection may go to, checked on the resolved address when connecting; for clouds, 169.254.0.0/16,fd00:ec2::254/128 (link-local and the metadata services). Empty denies nothing.")
+		"Comma-separated address ranges (CIDRs) no registry or Git connection may go to, checked on the resolved address when connecting; for clouds, 169.254.0.0/16,fd00:ec2::254/128 (link-local and the metadata services). Empty denies nothing.")
 	fs.Int64Var(&o.opts.MaxCRDLayerSize, "crd-max-layer-size", 100<<20, "The largest artifact layer, uncompressed, read for CRD bundles, in bytes.")
 	fs.StringVar(&o.opts.Webhook.Addr, "webhook-addr", "", "The address the webhook receivers bind to, such as :9292; empty turns them off.")
 	fs.StringVar(&o.opts.Webhook.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "The Secret, in each receiver's namespace, whose key `token` authenticates its notifications.")
@@ -135,6 +136,7 @@ func (o *managerOptions) run(ctx context.Context) error {
 		return fmt.Errorf("--registry-deny-cidrs: %w", err)
 	}
 	opts.Registry.DenyCIDRs = deny
+	gitrepo.DenyAddresses(deny)
 
 	log := logger.NewLogger(o.logOpts)
 	ctrl.SetLogger(log)

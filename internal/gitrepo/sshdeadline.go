@@ -85,7 +85,7 @@ func (d deadlineDialer) DialContext(ctx context.Context, network, addr string) (
 	dial := v.(sshDial)
 	ctx, cancel := context.WithDeadline(ctx, dial.deadline)
 	defer cancel()
-	var forward proxy.ContextDialer = &net.Dialer{}
+	var forward proxy.ContextDialer = &net.Dialer{Control: deniedAddresses().Control}
 	if dial.via != nil {
 		p, err := proxy.FromURL(dial.via, proxy.Direct)
 		if err != nil {
