@@ -131,8 +131,9 @@ const (
 	// DefaultMaxTags is the most tags one repository's list may hold.
 	DefaultMaxTags = 100_000
 	// DefaultMaxTagListBytes is the most bytes all pages of one tag list
-	// may take together: 64 MiB.
-	DefaultMaxTagListBytes = 64 << 20
+	// may take together: 16 MiB, room for DefaultMaxTags tags of the
+	// longest a tag may be (128 characters, quoted, with a comma: 13 MB).
+	DefaultMaxTagListBytes = 16 << 20
 	// DefaultMaxTagListPages is the most pages one tag list may take.
 	DefaultMaxTagListPages = 1_000
 )
@@ -293,7 +294,7 @@ func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	bounds := tagListBounds{tags: s.opts.MaxTags, bytes: s.opts.MaxTagListBytes, pages: s.opts.MaxTagListPages}
+	bounds := newTagListBounds(s.opts.MaxTags, s.opts.MaxTagListBytes, s.opts.MaxTagListPages)
 	return &Client{puller: puller, insecure: access.Insecure, timeout: cmp.Or(access.Timeout, DefaultTimeout), bounds: bounds}, nil
 }
 

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -231,6 +232,20 @@ type tagListBounds struct {
 	tags  int
 	bytes int64
 	pages int
+	// separators is the most commas the pages may hold: a list of n tags
+	// has n-1 between its tags, plus a few in the rest of each answer.
+	// Counting them as the body is read stops a list with too many tags
+	// before go-containerregistry decodes it whole.
+	separators int
+}
+
+// separatorSlack is how many commas each tag-list page may hold beyond
+// one per tag, for the answer's other fields.
+const separatorSlack = 16
+
+// newTagListBounds returns the bounds of one tag list.
+func newTagListBounds(tags int, bytes int64, pages int) tagListBounds {
+	return tagListBounds{tags: tags, bytes: bytes, pages: pages, separators: tags + separatorSlack*pages}
 }
 
 type tagListBudgetKey struct{}
@@ -340,5 +355,9 @@ func (b *budgetBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.budget.bytes -= int64(n)
+	b.budget.separators -= bytes.Count(p[:n], []byte{','})
+	if b.budget.separators < 0 {
+		return n, fmt.Errorf("%w: more than %d tags", ErrTagListTooLarge, b.budget.tags)
+	}
 	return n, err
 }
