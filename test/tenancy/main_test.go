@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,8 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/controllers"
-	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 )
 
@@ -44,7 +41,13 @@ func TestMain(m *testing.M) {
 // runSuite starts the shared control plane, runs the tests and stops it.
 // Each test runs its own manager with the flags it shows.
 func runSuite(m *testing.M) int {
-	c, err := cluster.Start()
+	dir, err := os.MkdirTemp("", "uprev-tenancy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	c, err := manager.NewCluster(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -54,26 +57,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "uprev-tenancy-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	kubeconfigPath = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, adminKubeConfig, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	scheme, err := controllers.NewScheme()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k8s, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	k8s, kubeconfigPath = c.Client, c.KubeConfigPath
 	return m.Run()
 }
 

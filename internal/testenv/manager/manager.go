@@ -4,6 +4,7 @@
 package manager
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,24 +134,49 @@ type Cluster struct {
 // StartCluster starts a control plane for one test, stopped when it ends.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c := cluster.StartT(t)
-	kubeconfig, err := c.KubeConfig()
+	c, err := connect(cluster.StartT(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
+	return c
+}
+
+// NewCluster starts a control plane that a package's tests share, from its
+// TestMain: the administrator's kubeconfig is written into dir, and the
+// caller stops the cluster with Stop.
+func NewCluster(dir string) (*Cluster, error) {
+	c, err := cluster.Start()
+	if err != nil {
+		return nil, err
+	}
+	shared, err := connect(c, dir)
+	if err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return shared, nil
+}
+
+// connect writes c's administrator kubeconfig into dir and makes the
+// administrator's client.
+func connect(c *cluster.Cluster, dir string) (*Cluster, error) {
+	kubeconfig, err := c.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	scheme, err := controllers.NewScheme()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
-	return &Cluster{Cluster: c, KubeConfigPath: path, Client: k8s}
+	return &Cluster{Cluster: c, KubeConfigPath: path, Client: k8s}, nil
 }
 
 // PID is the manager's process id, for tests that read its memory from
