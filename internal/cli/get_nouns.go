@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/internal/gate"
+	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/guard"
 )
 
@@ -269,36 +269,7 @@ func gatesNoun() Noun {
 }
 
 // waitingCell says which version waits at which gate and for how long
-// still: "1.5.1 (age, 2d 4h)"; the gate's reason instead when it names no
-// time.
+// still: "1.5.1 (age, 2d 4h)".
 func waitingCell(w uprevv1.WaitingVersion, now time.Time) string {
-	gateName := w.Gate
-	if gateName == gate.MinReleaseAge {
-		gateName = "age"
-	}
-	switch {
-	case w.EligibleAt != nil:
-		return fmt.Sprintf("%s (%s, %s)", w.Tag, gateName, remaining(w.EligibleAt.Sub(now)))
-	case w.Reason != "":
-		return fmt.Sprintf("%s (%s, %s)", w.Tag, gateName, w.Reason)
-	default:
-		return fmt.Sprintf("%s (%s)", w.Tag, gateName)
-	}
-}
-
-// remaining shows the time a version still waits, to the minute: "2d 4h",
-// "3h 10m", "5m"; "0m" once it is due.
-func remaining(d time.Duration) string {
-	d = d.Round(time.Minute)
-	days, hours, minutes := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
-	switch {
-	case d <= 0:
-		return "0m"
-	case days > 0:
-		return fmt.Sprintf("%dd %dh", days, hours)
-	case hours > 0:
-		return fmt.Sprintf("%dh %dm", hours, minutes)
-	default:
-		return fmt.Sprintf("%dm", minutes)
-	}
+	return w.Tag + " (" + fleet.WaitText(w, now) + ")"
 }
