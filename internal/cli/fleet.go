@@ -42,6 +42,7 @@ func (o *getOptions) fleet(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	in.Now = opts.Clock.Now()
 	t := fleet.Build(in)
 	if len(t.Rows) == 0 && (o.output == outputTable || o.output == outputWide) {
 		if namespace == "" {

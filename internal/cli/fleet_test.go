@@ -2,6 +2,7 @@ package cli
 
 import (
 	"testing"
+	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -38,12 +39,20 @@ func TestGetFleet(t *testing.T) {
 		},
 	}
 	createWithStatus(t, prod)
+	eligible := metav1.NewTime(now.Add(52*time.Hour + 20*time.Second))
+	createWithStatus(t, &uprevv1.ReleaseGate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+		Spec:       uprevv1.ReleaseGateSpec{MinReleaseAge: "72h"},
+		Status: uprevv1.ReleaseGateStatus{Policies: []uprevv1.GatedPolicy{{Name: "agent", Waiting: []uprevv1.WaitingVersion{
+			{Tag: "1.5.1", Gate: "minReleaseAge", EligibleAt: &eligible},
+		}}}},
+	})
 
 	r := uprev(t, "get", "fleet", "-n", ns, kubeconfigFlag)
 	g.Expect(r.code).To(Equal(0), r.stderr)
 	g.Expect(r.stdout).To(Equal(table(
-		"COMPONENT   LATEST   eu-1    us-1",
-		"agent       1.4.2    1.4.2   1.4.1 (waiting)",
+		"COMPONENT   LATEST                              eu-1    us-1",
+		"agent       1.4.2 (1.5.1 waiting: age, 2d 4h)   1.4.2   1.4.1 (waiting)",
 	)))
 
 	r = uprev(t, "get", "fleet", "-n", ns, "-o", "json", kubeconfigFlag)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/guard"
 )
 
@@ -227,4 +229,47 @@ func holdsNoun() Noun {
 // it.
 func guardHold(h uprevv1.Hold) guard.Hold {
 	return guard.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn}
+}
+
+// gatesNoun lists ReleaseGates: how many policies each gates and how many
+// versions wait at it; wide shows the first waiting version per policy.
+func gatesNoun() Noun {
+	return Noun{
+		Name:    "gates",
+		Aliases: []string{"gate", "releasegates", "releasegate"},
+		Short:   "List ReleaseGates and the versions waiting at them",
+		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
+			var list uprevv1.ReleaseGateList
+			gates, err := readObjects[uprevv1.ReleaseGate](ctx, c, uprevv1.GroupVersion.WithKind(uprevv1.ReleaseGateKind), &list, &list.Items, q)
+			if err != nil {
+				return nil, err
+			}
+			t := &Table{Columns: []Column{
+				{Header: "NAME"}, {Header: "POLICIES"}, {Header: "WAITING"}, {Header: "READY"}, {Header: "STATUS"}, {Header: "AGE"},
+				{Header: "MIN-AGE", Wide: true}, {Header: "NEXT", Wide: true},
+			}}
+			for _, rg := range gates {
+				ready, message := readyCells(rg.Status.Conditions)
+				waiting := 0
+				var next []string
+				for _, p := range rg.Status.Policies {
+					waiting += len(p.Waiting)
+					if len(p.Waiting) > 0 {
+						next = append(next, p.Name+": "+waitingCell(p.Waiting[0], q.Now))
+					}
+				}
+				t.Rows = append(t.Rows, Row{Namespace: rg.Namespace, Object: rg, Cells: []string{
+					rg.Name, strconv.Itoa(len(rg.Status.Policies)), strconv.Itoa(waiting), ready, message, age(rg.CreationTimestamp, q.Now),
+					rg.Spec.MinReleaseAge, strings.Join(next, ", "),
+				}})
+			}
+			return t, nil
+		},
+	}
+}
+
+// waitingCell says which version waits at which gate and for how long
+// still: "1.5.1 (age, 2d 4h)".
+func waitingCell(w uprevv1.WaitingVersion, now time.Time) string {
+	return w.Tag + " (" + fleet.WaitText(w, now) + ")"
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -198,4 +200,83 @@ func TestGetNothing(t *testing.T) {
 			NewWithT(t).Expect(uprev(t, append(tc.args, kubeconfigFlag)...)).To(Equal(tc.want))
 		})
 	}
+}
+
+// TestGetGates shows ReleaseGates: the count of policies and waiting
+// versions; wide the minimum age and each policy's first waiting version
+// with the time it still waits, by the commands' clock; yaml the object.
+func TestGetGates(t *testing.T) {
+	ns := newNamespace(t)
+	eligible := metav1.NewTime(now.Add(52*time.Hour + 20*time.Second))
+	later := metav1.NewTime(now.Add(70 * time.Hour))
+	createWithStatus(t, &uprevv1.ReleaseGate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+		Spec:       uprevv1.ReleaseGateSpec{MinReleaseAge: "72h"},
+		Status: uprevv1.ReleaseGateStatus{
+			Conditions: []metav1.Condition{ready(metav1.ConditionTrue, "Succeeded", "2 versions wait")},
+			Policies: []uprevv1.GatedPolicy{
+				{Name: "agent", Latest: &uprevv1.GatedVersion{Tag: "1.4.2"}, Waiting: []uprevv1.WaitingVersion{
+					{Tag: "1.5.1", Gate: "minReleaseAge", EligibleAt: &eligible},
+					{Tag: "1.5.0", Gate: "minReleaseAge", EligibleAt: &later},
+				}},
+				{Name: "kms", Latest: &uprevv1.GatedVersion{Tag: "2.0.0"}},
+			},
+		},
+	})
+	createWithStatus(t, &uprevv1.ReleaseGate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staging"}})
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{
+			args: []string{"get", "gates"},
+			want: table(
+				"NAME      POLICIES   WAITING   READY     STATUS            AGE",
+				"prod      2          2         True      2 versions wait   3d",
+				"staging   0          0         Unknown                     3d",
+			),
+		},
+		{
+			args: []string{"get", "releasegate", "-o", "wide"},
+			want: table(
+				"NAME      POLICIES   WAITING   READY     STATUS            AGE   MIN-AGE   NEXT",
+				"prod      2          2         True      2 versions wait   3d    72h       agent: 1.5.1 (age, 2d 4h)",
+				"staging   0          0         Unknown                     3d",
+			),
+		},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			g := NewWithT(t)
+			r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
+			g.Expect(r).To(Equal(result{stdout: tc.want}))
+		})
+	}
+
+	t.Run("all namespaces", func(t *testing.T) {
+		g := NewWithT(t)
+		r := uprev(t, "get", "gate", "-A", kubeconfigFlag)
+		g.Expect(r.code).To(Equal(0), r.stderr)
+		lines := strings.Split(r.stdout, "\n")
+		g.Expect(lines[0]).To(MatchRegexp(`^NAMESPACE +NAME +POLICIES +WAITING +READY +STATUS +AGE$`))
+		g.Expect(lines).To(ContainElement(MatchRegexp(`^` + ns + ` +prod +2 +2 +True +2 versions wait +3d$`)))
+	})
+
+	t.Run("yaml of one gate", func(t *testing.T) {
+		g := NewWithT(t)
+		r := uprev(t, "get", "gates", "prod", "-n", ns, "-o", "yaml", kubeconfigFlag)
+		g.Expect(r.code).To(Equal(0), r.stderr)
+		var rg uprevv1.ReleaseGate
+		g.Expect(yaml.UnmarshalStrict([]byte(r.stdout), &rg)).To(Succeed())
+		g.Expect(rg.APIVersion).To(Equal("uprev.dev/v1alpha1"))
+		g.Expect(rg.Kind).To(Equal("ReleaseGate"))
+		g.Expect(rg.Status.Policies).To(HaveLen(2))
+		g.Expect(rg.Status.Policies[0].Waiting[0].Tag).To(Equal("1.5.1"))
+		g.Expect(r.stdout).NotTo(ContainSubstring("managedFields"))
+	})
+
+	t.Run("nothing", func(t *testing.T) {
+		NewWithT(t).Expect(uprev(t, "get", "gates", "-n", "no-such-namespace", kubeconfigFlag)).
+			To(Equal(result{stderr: "No gates found in namespace no-such-namespace.\n"}))
+	})
 }

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"time"
+
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,5 +111,34 @@ func fleetInputs() Inputs {
 				}},
 			},
 		},
+		Gates: []uprevv1.ReleaseGate{
+			// Another namespace's gate of a policy of the same name gates
+			// nothing here.
+			{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "staging", Name: "prod"},
+				Status: uprevv1.ReleaseGateStatus{Policies: []uprevv1.GatedPolicy{{Name: "kms", Waiting: []uprevv1.WaitingVersion{
+					{Tag: "9.9.9", Gate: "minReleaseAge", EligibleAt: &eligibleKMS},
+				}}}},
+			},
+			{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
+				Status: uprevv1.ReleaseGateStatus{Policies: []uprevv1.GatedPolicy{
+					{Name: "agent", Latest: &uprevv1.GatedVersion{Tag: "1.4.2"}, Waiting: []uprevv1.WaitingVersion{
+						{Tag: "1.5.1", Gate: "minReleaseAge", EligibleAt: &eligibleAgent},
+						{Tag: "1.5.0", Gate: "minReleaseAge", EligibleAt: &eligibleKMS},
+					}},
+					{Name: "redis", Latest: &uprevv1.GatedVersion{Tag: "7.2.4"}},
+				}},
+			},
+		},
+		Now: fixtureNow,
 	}
 }
+
+// fixtureNow is the fixture's clock; agent's 1.5.1 is eligible 2 days and
+// 4 hours later.
+var (
+	fixtureNow    = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	eligibleAgent = metav1.NewTime(fixtureNow.Add(52*time.Hour + 10*time.Second))
+	eligibleKMS   = metav1.NewTime(fixtureNow.Add(70 * time.Hour))
+)

@@ -19,6 +19,7 @@ func Load(ctx context.Context, c client.Reader, namespace string) (Inputs, error
 		repositories imagev1.ImageRepositoryList
 		automations  uprevv1.UpdateAutomationList
 		syncs        uprevv1.SyncList
+		gates        uprevv1.ReleaseGateList
 	)
 	for _, list := range []struct {
 		kind string
@@ -28,6 +29,7 @@ func Load(ctx context.Context, c client.Reader, namespace string) (Inputs, error
 		{"ImageRepositories", &repositories},
 		{"UpdateAutomations", &automations},
 		{"Syncs", &syncs},
+		{"ReleaseGates", &gates},
 	} {
 		if err := c.List(ctx, list.list, client.InNamespace(namespace)); err != nil {
 			return Inputs{}, fmt.Errorf("listing %s: %w", list.kind, err)
@@ -38,5 +40,6 @@ func Load(ctx context.Context, c client.Reader, namespace string) (Inputs, error
 		Repositories: repositories.Items,
 		Automations:  automations.Items,
 		Syncs:        syncs.Items,
+		Gates:        gates.Items,
 	}, nil
 }

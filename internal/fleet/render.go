@@ -6,8 +6,12 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"sigs.k8s.io/yaml"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gate"
 )
 
 // Format is how Render prints a table, named as kubectl's -o values.
@@ -74,7 +78,7 @@ func renderTable(w io.Writer, t Table, wide bool) error {
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range t.Rows {
-		fields := rowFields(r, wide)
+		fields := rowFields(r, wide, t.now)
 		if namespaces {
 			fields = append([]string{r.Namespace}, fields...)
 		}
@@ -95,7 +99,7 @@ func manyNamespaces(rows []Row) bool {
 }
 
 // rowFields returns the printed fields of a row, but its namespace.
-func rowFields(r Row, wide bool) []string {
+func rowFields(r Row, wide bool, now time.Time) []string {
 	fields := []string{r.Component}
 	if wide {
 		fields = append(fields, r.Image)
@@ -106,6 +110,9 @@ func rowFields(r Row, wide bool) []string {
 	}
 	if r.Hold != nil {
 		latest += " (held)"
+	}
+	if r.Waiting != nil {
+		latest += " (" + r.Waiting.Tag + " waiting: " + WaitText(*r.Waiting, now) + ")"
 	}
 	fields = append(fields, latest)
 	for _, c := range r.Cells {
@@ -149,4 +156,38 @@ func versionText(v Version, withDigest bool) string {
 		text += "@" + algorithm + ":" + hex[:min(len(hex), shortDigest)]
 	}
 	return text
+}
+
+// WaitText says at which gate a waiting version waits and for how long
+// still: "age, 2d 4h"; the gate's reason instead when it names no time.
+func WaitText(w uprevv1.WaitingVersion, now time.Time) string {
+	gateName := w.Gate
+	if gateName == gate.MinReleaseAge {
+		gateName = "age"
+	}
+	switch {
+	case w.EligibleAt != nil:
+		return gateName + ", " + remaining(w.EligibleAt.Sub(now))
+	case w.Reason != "":
+		return gateName + ", " + w.Reason
+	default:
+		return gateName
+	}
+}
+
+// remaining shows the time a version still waits, to the minute: "2d 4h",
+// "3h 10m", "5m"; "0m" once it is due.
+func remaining(d time.Duration) string {
+	d = d.Round(time.Minute)
+	days, hours, minutes := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case d <= 0:
+		return "0m"
+	case days > 0:
+		return fmt.Sprintf("%dd %dh", days, hours)
+	case hours > 0:
+		return fmt.Sprintf("%dh %dm", hours, minutes)
+	default:
+		return fmt.Sprintf("%dm", minutes)
+	}
 }

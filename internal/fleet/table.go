@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 
@@ -24,6 +25,10 @@ type Inputs struct {
 	Automations []uprevv1.UpdateAutomation
 	// Syncs give the columns, one per target, and what each target runs.
 	Syncs []uprevv1.Sync
+	// Gates give the versions that wait at a ReleaseGate.
+	Gates []uprevv1.ReleaseGate
+	// Now is the time waiting versions' remaining waits are measured from.
+	Now time.Time
 }
 
 // State says how the version a target runs compares with the version Git
@@ -75,6 +80,8 @@ type Table struct {
 	Columns []Column `json:"columns"`
 	// Rows are the components, by policy namespace and name.
 	Rows []Row `json:"rows"`
+	// now is Inputs.Now, for the remaining waits of waiting versions.
+	now time.Time
 }
 
 // Column is one target of one Sync.
@@ -103,6 +110,9 @@ type Row struct {
 	Latest *Version `json:"latest,omitempty"`
 	// Hold is the hold on Latest, when a revert holds it.
 	Hold *uprevv1.Hold `json:"hold,omitempty"`
+	// Waiting is the newest version that waits at a ReleaseGate, of the
+	// first gate (by name) that holds one back.
+	Waiting *uprevv1.WaitingVersion `json:"waiting,omitempty"`
 	// Cells are the component on each column, in the order of Columns.
 	Cells []Cell `json:"cells"`
 }
@@ -120,17 +130,37 @@ type Cell struct {
 // are invalid are shown with every target in one wave.
 func Build(in Inputs) Table {
 	cols := columnsOf(in.Syncs)
-	t := Table{Columns: make([]Column, len(cols)), Rows: []Row{}}
+	t := Table{Columns: make([]Column, len(cols)), Rows: []Row{}, now: in.Now}
 	for i, c := range cols {
 		t.Columns[i] = c.Column
 	}
 	holds := holdsByPolicy(in.Automations)
 	for _, p := range sortedPolicies(in.Policies) {
 		if row, ok := buildRow(p, imageOf(p, in.Repositories), holds, cols); ok {
+			row.Waiting = waitingOf(in.Gates, p.Namespace, p.Name)
 			t.Rows = append(t.Rows, row)
 		}
 	}
 	return t
+}
+
+// waitingOf returns the newest version of policy namespace/name that
+// waits at a ReleaseGate, of the first gate by name that holds one back;
+// nil when none waits.
+func waitingOf(gates []uprevv1.ReleaseGate, namespace, name string) *uprevv1.WaitingVersion {
+	sorted := slices.Clone(gates)
+	slices.SortFunc(sorted, func(a, b uprevv1.ReleaseGate) int { return strings.Compare(a.Name, b.Name) })
+	for _, g := range sorted {
+		if g.Namespace != namespace {
+			continue
+		}
+		for _, p := range g.Status.Policies {
+			if p.Name == name && len(p.Waiting) > 0 {
+				return &p.Waiting[0]
+			}
+		}
+	}
+	return nil
 }
 
 // column is a Column with what its cells are computed from.
