@@ -73,8 +73,7 @@ func (r *ImagePolicyReconciler) gatesOf(ctx context.Context, pol *imagev1.ImageP
 	var gates []gate.Gate
 	for i := range list.Items {
 		rg := &list.Items[i]
-		sel, err := metav1.LabelSelectorAsSelector(&rg.Spec.PolicySelector)
-		if err != nil || !sel.Matches(labels.Set(pol.Labels)) {
+		if !gateSelects(rg, pol) {
 			continue
 		}
 		g, err := gateOf(rg)
@@ -84,6 +83,14 @@ func (r *ImagePolicyReconciler) gatesOf(ctx context.Context, pol *imagev1.ImageP
 		gates = append(gates, g)
 	}
 	return gates, nil
+}
+
+// gateSelects tells whether the ReleaseGate rg selects the ImagePolicy
+// pol. A selector that does not parse selects nothing (the gate is Stalled
+// itself).
+func gateSelects(rg *uprevv1.ReleaseGate, pol client.Object) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&rg.Spec.PolicySelector)
+	return err == nil && sel.Matches(labels.Set(pol.GetLabels()))
 }
 
 // gateOf reads the gate a ReleaseGate sets; the error names the field.

@@ -13,7 +13,6 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -65,8 +64,7 @@ func (r *ReleaseGateReconciler) gatesOfPolicy(ctx context.Context, obj client.Ob
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		sel, err := metav1.LabelSelectorAsSelector(&list.Items[i].Spec.PolicySelector)
-		if err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+		if gateSelects(&list.Items[i], obj) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,11 +83,6 @@ func create(t testing.TB, obj client.Object) {
 func readyCondition(obj client.Object, conds func() []metav1.Condition) func(Gomega) *metav1.Condition {
 	return func(g Gomega) *metav1.Condition {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-		for _, c := range conds() {
-			if c.Type == meta.ReadyCondition {
-				return &c
-			}
-		}
-		return nil
+		return apimeta.FindStatusCondition(conds(), meta.ReadyCondition)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -65,12 +66,7 @@ func TestMillionTagAnswerIsRefusedWithinBoundedMemory(t *testing.T) {
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(repo), repo)).To(Succeed())
-		var ready *metav1.Condition
-		for i, c := range repo.Status.Conditions {
-			if c.Type == meta.ReadyCondition {
-				ready = &repo.Status.Conditions[i]
-			}
-		}
+		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
 		g.Expect(ready).NotTo(BeNil(), "Ready")
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Reason).To(Equal("TagListTooLarge"))

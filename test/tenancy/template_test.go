@@ -11,6 +11,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,12 +74,7 @@ func TestHostileMessageTemplateStallsWithinBoundedMemory(t *testing.T) {
 
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(auto), auto)).To(Succeed())
-		var stalled *metav1.Condition
-		for i, c := range auto.Status.Conditions {
-			if c.Type == meta.StalledCondition {
-				stalled = &auto.Status.Conditions[i]
-			}
-		}
+		stalled := apimeta.FindStatusCondition(auto.Status.Conditions, meta.StalledCondition)
 		g.Expect(stalled).NotTo(BeNil(), "Stalled")
 		g.Expect(stalled.Message).To(ContainSubstring("commit message template exceeds a bound: repeat of more than 65536 bytes"))
 	}).Should(Succeed())
