@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 
-	"github.com/fluxcd/pkg/auth/githubapp"
 	"github.com/fluxcd/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,10 +33,10 @@ func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, a
 	}
 	if gitrepo.IsGitHubApp(data) {
 		obj := access.object
-		app := gitrepo.GitHubApp{Tokens: tokens, Kind: access.kind, Name: obj.GetName(), Namespace: obj.GetNamespace()}
+		app := gitrepo.GitHubApp{Tokens: tokens, Kind: access.kind, Name: obj.GetName(), Namespace: obj.GetNamespace(), Timeout: src.GetTimeout()}
 		var err error
-		if data, err = exchangeGitHubApp(ctx, app, src, data); err != nil {
-			return nil, err
+		if data, err = app.Credentials(ctx, src.URL, data); err != nil {
+			return nil, gitError(err)
 		}
 	}
 	remote, err := gitrepo.NewRemote(src.URL, data)
@@ -50,36 +48,6 @@ func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, a
 	}
 	remote.Timeout = src.GetTimeout()
 	return remote, nil
-}
-
-// exchangeGitHubApp exchanges the GitHub App of data for an installation
-// token within src's Git timeout, so an API that never answers holds the
-// run no longer than a fetch would.
-func exchangeGitHubApp(ctx context.Context, app gitrepo.GitHubApp, src uprevv1.GitSource, data map[string][]byte) (map[string][]byte, error) {
-	timeout := src.GetTimeout()
-	if timeout <= 0 {
-		timeout = gitrepo.DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	creds, err := app.Credentials(ctx, src.URL, data)
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		return nil, transient(uprevv1.GitTimeoutReason, fmt.Errorf(
-			"getting a GitHub App installation token from %s gave no answer within %s", gitHubAppAPIHost(data), timeout))
-	}
-	if err != nil {
-		return nil, gitError(err)
-	}
-	return creds, nil
-}
-
-// gitHubAppAPIHost is the host of the GitHub API a GitHub App Secret
-// names (githubAppBaseURL), api.github.com when it names none.
-func gitHubAppAPIHost(data map[string][]byte) string {
-	if u, err := url.Parse(string(data[githubapp.KeyAppBaseURL])); err == nil && u.Host != "" {
-		return u.Host
-	}
-	return "api.github.com"
 }
 
 // commitSigner returns the signer of the automation's commits, nil when

@@ -1,10 +1,12 @@
 package gitrepo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"net/url"
+	"time"
 
 	"github.com/fluxcd/pkg/auth/githubapp"
 	"github.com/fluxcd/pkg/cache"
@@ -24,6 +26,9 @@ type GitHubApp struct {
 	Tokens *cache.TokenCache
 	// Kind, Name and Namespace are the object's.
 	Kind, Name, Namespace string
+	// Timeout bounds the exchange, as it bounds the repository's other
+	// network calls; zero means DefaultTimeout.
+	Timeout time.Duration
 }
 
 // Credentials exchanges the GitHub App of a Git Secret (githubAppID,
@@ -58,7 +63,13 @@ func (a GitHubApp) Credentials(ctx context.Context, rawURL string, data map[stri
 		// New's errors name the missing or unparsable key, never its value.
 		return nil, fmt.Errorf("%w: GitHub App: %w", ErrInvalidSecret, err)
 	}
+	timeout := cmp.Or(a.Timeout, DefaultTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	token, err := client.GetToken(ctx)
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		return nil, fmt.Errorf("%w: getting a GitHub App installation token from %s gave no answer within %s", ErrTimeout, apiHost(data), timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: getting a GitHub App installation token: %w", ErrAuthentication, err)
 	}
@@ -69,4 +80,13 @@ func (a GitHubApp) Credentials(ctx context.Context, rawURL string, data map[stri
 	creds[SecretUsername] = []byte(githubapp.AccessTokenUsername)
 	creds[SecretPassword] = []byte(token.Token)
 	return creds, nil
+}
+
+// apiHost is the host of the GitHub API a GitHub App Secret names
+// (githubAppBaseURL), api.github.com when it names none.
+func apiHost(data map[string][]byte) string {
+	if u, err := url.Parse(string(data[githubapp.KeyAppBaseURL])); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "api.github.com"
 }
