@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"sync"
@@ -84,7 +83,7 @@ func TestManagerMemoryIgnoresOtherTenantsSecrets(t *testing.T) {
 		g.Expect(len(heaps)).To(BeNumerically(">=", 3), "garbage collections reported")
 		live = heaps[len(heaps)-1]
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
-	rss, hwm := memoryOf(t, mgr.PID())
+	rss, hwm := memoryOf(t, mgr)
 	t.Logf("manager with %d unrelated Secrets of %d KiB: live heap %d MiB, RSS %d MiB, peak RSS %d MiB",
 		unrelatedSecrets, secretBytes>>10, live, rss>>10, hwm>>10)
 	g.Expect(live).To(BeNumerically("<", maxLiveHeapMiB), "live heap in MiB")
@@ -134,22 +133,12 @@ func liveHeaps(out string) []int {
 	return heaps
 }
 
-// memoryOf returns the resident set size and its peak, in KiB, of pid.
-func memoryOf(t *testing.T, pid int) (rss, hwm int) {
+// memoryOf returns the manager's resident set size and its peak, in KiB.
+func memoryOf(t *testing.T, mgr *manager.Process) (rss, hwm int) {
 	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	u, err := mgr.Usage()
 	if err != nil {
-		t.Fatalf("reading the manager's memory: %v", err)
+		t.Fatal(err)
 	}
-	for _, field := range []struct {
-		name string
-		into *int
-	}{{"VmRSS", &rss}, {"VmHWM", &hwm}} {
-		m := regexp.MustCompile(field.name + `:\s+(\d+) kB`).FindSubmatch(status)
-		if m == nil {
-			t.Fatalf("no %s in /proc/%d/status", field.name, pid)
-		}
-		*field.into, _ = strconv.Atoi(string(m[1]))
-	}
-	return rss, hwm
+	return u.RSSKiB, u.PeakRSSKiB
 }

@@ -72,7 +72,7 @@ func TestMillionTagAnswerIsRefusedWithinBoundedMemory(t *testing.T) {
 		g.Expect(ready.Reason).To(Equal("TagListTooLarge"))
 	}, time.Minute).Should(Succeed())
 	g.Expect(repo.Status.LastScanResult).To(BeNil(), "no tags stored")
-	_, hwm := memoryOf(t, mgr.PID())
+	_, hwm := memoryOf(t, mgr)
 	t.Logf("manager's peak RSS: %d MiB", hwm>>10)
 	g.Expect(hwm>>10).To(BeNumerically("<", maxTagListAttackRSSMiB), "peak RSS in MiB")
 }

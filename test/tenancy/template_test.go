@@ -78,7 +78,7 @@ func TestHostileMessageTemplateStallsWithinBoundedMemory(t *testing.T) {
 		g.Expect(stalled).NotTo(BeNil(), "Stalled")
 		g.Expect(stalled.Message).To(ContainSubstring("commit message template exceeds a bound: repeat of more than 65536 bytes"))
 	}).Should(Succeed())
-	_, hwm := memoryOf(t, mgr.PID())
+	_, hwm := memoryOf(t, mgr)
 	t.Logf("manager's peak RSS: %d MiB", hwm>>10)
 	g.Expect(hwm>>10).To(BeNumerically("<", maxTemplateAttackRSSMiB), "peak RSS in MiB")
 	log := git.Git(t, "fleet", "log", "--format=%s", "main")

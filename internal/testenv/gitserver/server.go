@@ -35,6 +35,7 @@ type config struct {
 	tls                bool
 	pushGate           <-chan struct{}
 	beforePush         func(repo string)
+	afterPush          func(repo string)
 }
 
 // WithBasicAuth makes the HTTP server require these basic-auth credentials
@@ -71,6 +72,14 @@ func WithPushGate(gate <-chan struct{}) Option {
 // is set.
 func WithBeforePush(hook func(repo string)) Option {
 	return func(c *config) { c.beforePush = hook }
+}
+
+// WithAfterPush runs hook after each push over HTTP has been served (the
+// git-receive-pack request that carries the pack, accepted or not), with
+// the name of the repository pushed to, as InitRepo names it: a test
+// learns when a push landed without polling the repository.
+func WithAfterPush(hook func(repo string)) Option {
+	return func(c *config) { c.afterPush = hook }
 }
 
 // Counts tells how many ref advertisements the server has sent, one per
@@ -131,7 +140,7 @@ func New(root string, logs io.Writer, opts ...Option) (*Server, error) {
 		),
 		Stderr: logs,
 	}
-	handler := s.authenticate(s.count(s.gate(s.beforePush(backend))))
+	handler := s.authenticate(s.count(s.gate(s.beforePush(s.afterPush(backend)))))
 	if s.cfg.tls {
 		s.http = httptest.NewTLSServer(handler)
 	} else {
@@ -194,11 +203,30 @@ func (s *Server) beforePush(next http.Handler) http.Handler {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
 			one.Lock()
 			defer one.Unlock()
-			repo := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/git-receive-pack"), "/"), ".git")
-			hook(repo)
+			hook(pushedRepo(r))
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// afterPush runs the configured hook after each push.
+func (s *Server) afterPush(next http.Handler) http.Handler {
+	hook := s.cfg.afterPush
+	if hook == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			hook(pushedRepo(r))
+		}
+	})
+}
+
+// pushedRepo is the name of the repository a git-receive-pack request
+// pushes to, as InitRepo names it.
+func pushedRepo(r *http.Request) string {
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/git-receive-pack"), "/"), ".git")
 }
 
 // authenticate requires the configured credentials on every request.

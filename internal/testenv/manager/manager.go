@@ -178,9 +178,3 @@ func connect(c *cluster.Cluster, dir string) (*Cluster, error) {
 	}
 	return &Cluster{Cluster: c, KubeConfigPath: path, Client: k8s}, nil
 }
-
-// PID is the manager's process id, for tests that read its memory from
-// /proc.
-func (p *Process) PID() int {
-	return p.cmd.Process.Pid
-}
