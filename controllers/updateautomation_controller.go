@@ -416,11 +416,21 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 			return "", err
 		}
 		run.rules = rules
-		res, err := update.RewriteMarkers(ctx, dir, auto.Spec.Update.Path, update.Options{
+		opts := update.Options{
 			Policies:         run.rules.Refs(),
 			DefaultNamespace: auto.Namespace,
 			Guard:            run.rules.Check,
-		})
+		}
+		// Only the files that hold a marker are read, as the index of
+		// the commit's trees knows them.
+		marked, known, err := run.session.FilesContaining(auto.Spec.Update.Path, update.MarkerToken)
+		if err != nil {
+			return "", err
+		}
+		if known {
+			opts.Only = marked
+		}
+		res, err := update.RewriteMarkers(ctx, dir, auto.Spec.Update.Path, opts)
 		run.result = res
 		run.rewritten = err == nil
 		if err != nil {

@@ -173,6 +173,10 @@ type Session struct {
 	// at the tip of its branch.
 	revision  plumbing.Hash
 	wroteBack bool
+	// editBase is the commit whose tree the working tree held exactly when
+	// it was handed to the current edit, zero when it held a merge or was
+	// not known clean (see FilesContaining).
+	editBase plumbing.Hash
 	// handedOut says the working tree was handed to code that may write
 	// it (an edit, a caller of Dir), so that Close no longer knows it clean.
 	handedOut bool

@@ -248,6 +248,10 @@ func (s *Session) writeEntry(root *confined.Root, path string, entry object.Tree
 // commit runs edit and commits what it changed with parents, returning the
 // zero hash when nothing changed.
 func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit EditFunc) (plumbing.Hash, error) {
+	s.editBase = plumbing.ZeroHash
+	if s.tree.cleanAt(s.dir, s.tree.commit) {
+		s.editBase = s.tree.commit
+	}
 	s.tree = s.tree.handedOver()
 	message, err := edit(s.dir, s.History(HistoryOptions{}))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/uprev-dev/uprev/internal/confined"
@@ -32,6 +33,12 @@ type Options struct {
 	Guard Guard
 	// DryRun computes the result without writing any file.
 	DryRun bool
+	// Only, when not nil, lists the files under dir, relative to it and
+	// slash-separated, that may hold MarkerToken, as an index of the
+	// checkout knows them (gitrepo.Session.FilesContaining): only those are
+	// read, in walk order, and no other. It must list every such file and
+	// leave out symbolic links; nil, the default, walks the whole tree.
+	Only []string
 }
 
 // RewriteMarkers rewrites the marked values in the YAML files (.yaml, .yml,
@@ -76,7 +83,7 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 	files := &treeFiles{tree: tree}
 	defer files.closeDir()
 	var res Result
-	err = fs.WalkDir(tree.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+	visit := func(name string, d fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
@@ -123,11 +130,40 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 		res.Unresolved = append(res.Unresolved, fr.unresolved...)
 		res.FileErrors = append(res.FileErrors, fr.errs...)
 		return nil
-	})
+	}
+	if opts.Only != nil {
+		err = visitListed(tree, opts.Only, visit)
+	} else {
+		err = fs.WalkDir(tree.FS(), ".", visit)
+	}
 	if err != nil {
 		return res, fmt.Errorf("rewriting markers under %s: %w", dir, err)
 	}
 	return res, nil
+}
+
+// visitListed calls visit for each of the files names of tree, in the
+// order fs.WalkDir would reach them, as fs.WalkDir would call it.
+func visitListed(tree *confined.Root, names []string, visit fs.WalkDirFunc) error {
+	sorted := slices.Clone(names)
+	slices.SortFunc(sorted, walkOrder)
+	for _, name := range sorted {
+		info, err := tree.Lstat(name)
+		var d fs.DirEntry
+		if err == nil {
+			d = fs.FileInfoToDirEntry(info)
+		}
+		if err := visit(name, d, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkOrder compares slash-separated paths in the order of a walk that
+// reads each directory's names sorted: by their first differing element.
+func walkOrder(a, b string) int {
+	return slices.Compare(strings.Split(a, "/"), strings.Split(b, "/"))
 }
 
 // isYAMLName reports whether a file is read as YAML: it has a YAML

@@ -170,3 +170,47 @@ func TestRewriteMarkersCancelled(t *testing.T) {
 	g.Expect(err).To(MatchError(context.Canceled))
 	g.Expect(readTree(t, root)).To(Equal(map[string]string{"app.yaml": agentLine}))
 }
+
+func TestRewriteMarkersReadsOnlyListedFiles(t *testing.T) {
+	g := NewWithT(t)
+	files := map[string]string{
+		"a/x.yaml":   agentLine,
+		"a-b/x.yaml": agentLine,
+		"a.yaml":     agentLine,
+		"b/c/d.yml":  agentLine,
+		"notes.txt":  agentLine,
+	}
+	walked := t.TempDir()
+	writeFiles(t, walked, files)
+	all, err := update.RewriteMarkers(context.Background(), walked, ".", update.Options{Policies: testPolicies()})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	listed := t.TempDir()
+	writeFiles(t, listed, files)
+	res, err := update.RewriteMarkers(context.Background(), listed, ".", update.Options{
+		Policies: testPolicies(),
+		Only:     []string{"notes.txt", "b/c/d.yml", "a/x.yaml", "a-b/x.yaml", "a.yaml"},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res).To(Equal(all), "the same changes, in the walk's order, as reading every file")
+	g.Expect(readTree(t, listed)).To(Equal(readTree(t, walked)))
+
+	// A marked file the list leaves out is not read.
+	some := t.TempDir()
+	writeFiles(t, some, files)
+	res, err = update.RewriteMarkers(context.Background(), some, ".", update.Options{Policies: testPolicies(), Only: []string{"b/c/d.yml"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(HaveLen(1))
+	g.Expect(res.Changes[0].File).To(Equal("b/c/d.yml"))
+	g.Expect(readTree(t, some)["a.yaml"]).To(Equal(agentLine))
+
+	// An empty list reads nothing; a listed file that is missing is a
+	// file error, not a failed run.
+	res, err = update.RewriteMarkers(context.Background(), some, ".", update.Options{Policies: testPolicies(), Only: []string{}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changes).To(BeEmpty())
+	res, err = update.RewriteMarkers(context.Background(), some, ".", update.Options{Policies: testPolicies(), Only: []string{"gone.yaml"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.FileErrors).To(HaveLen(1))
+	g.Expect(res.FileErrors[0].File).To(Equal("gone.yaml"))
+}
