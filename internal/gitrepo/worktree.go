@@ -156,7 +156,8 @@ func (s *Session) withoutIgnored(untracked []string) ([]string, error) {
 // switchCleanTree moves a working tree that is clean at HEAD to commit by
 // writing and removing only the files that differ between the two commits,
 // and updating their index entries, where a hard reset rewrites every file
-// and a status reads them all again. It reports false, having changed
+// and a status reads them all again. A working tree that s.tree knows clean
+// is not read at all. It reports false, having changed
 // nothing, when it cannot know the tree is clean: the index is not known to
 // hold HEAD (s.tree), or the working tree differs from it.
 func (s *Session) switchCleanTree(commit plumbing.Hash) (bool, error) {
@@ -169,9 +170,13 @@ func (s *Session) switchCleanTree(commit plumbing.Hash) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	changes, err := s.worktreeChanges(idx)
-	if err != nil || len(changes) > 0 {
-		return false, err
+	// A working tree known clean at HEAD needs no reading; one that was
+	// handed out is compared with the index first.
+	if !s.tree.cleanAt(s.dir, head.Hash()) {
+		changes, err := s.worktreeChanges(idx)
+		if err != nil || len(changes) > 0 {
+			return false, err
+		}
 	}
 	if head.Hash() != commit {
 		s.tree.invalidate()

@@ -288,8 +288,11 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("committing: %w", err)
 	}
-	// The commit holds the index, which holds the working tree.
+	// The commit holds the index, which holds the working tree: what the
+	// edit wrote is committed, and the next user of the clone need not
+	// read the working tree to know it clean.
 	s.tree.record(s.dir, hash)
+	s.handedOut = false
 	return hash, nil
 }
 
