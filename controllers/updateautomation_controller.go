@@ -475,18 +475,12 @@ func commitMessage(message messageFunc, res update.Result, crdLines []string) (s
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	b.WriteString(msg)
-	if !strings.HasSuffix(msg, "\n") {
-		b.WriteString("\n")
-	}
-	b.WriteString("\n")
+	updates := make([]guard.Update, 0, len(res.Updates()))
 	for _, u := range res.Updates() {
 		oldVersion, newVersion := u.Versions()
-		b.WriteString(guard.FormatUpdateTrailer(guard.Update{Policy: u.Policy.String(), Old: oldVersion, New: newVersion}))
-		b.WriteString("\n")
+		updates = append(updates, guard.Update{Policy: u.Policy.String(), Old: oldVersion, New: newVersion})
 	}
-	return b.String(), nil
+	return guard.AppendUpdateTrailers(msg, updates), nil
 }
 
 // recordStatus writes what the run saw and did into status, and records

@@ -3,6 +3,7 @@ package guard
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // UpdateTrailerKey is the key of the trailer an automation commit carries
@@ -30,6 +31,24 @@ func FormatUpdateTrailer(u Update) string {
 		return fmt.Sprintf("%s: %s --> %s", UpdateTrailerKey, u.Policy, u.New)
 	}
 	return fmt.Sprintf("%s: %s %s --> %s", UpdateTrailerKey, u.Policy, u.Old, u.New)
+}
+
+// AppendUpdateTrailers returns message followed by the trailer block that
+// ParseUpdateTrailers reads back: a blank line, then one trailer line per
+// update, in order. A message with no updates gets the blank line only, as
+// git's own trailers would leave it.
+func AppendUpdateTrailers(message string, updates []Update) string {
+	var b strings.Builder
+	b.WriteString(message)
+	if !strings.HasSuffix(message, "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	for _, u := range updates {
+		b.WriteString(FormatUpdateTrailer(u))
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // ParseUpdateTrailers returns the updates of every Uprev-Update line of a

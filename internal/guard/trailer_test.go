@@ -18,11 +18,11 @@ func TestUpdateTrailers(t *testing.T) {
 	g.Expect(guard.FormatUpdateTrailer(updates[0])).To(Equal("Uprev-Update: uprev-system/agent 1.4.1 --> 1.4.2"))
 	g.Expect(guard.FormatUpdateTrailer(updates[2])).To(Equal("Uprev-Update: apps/new --> 1.0.0"))
 
-	msg := "Update images\n\nagent: 1.4.1 --> 1.4.2\n\n"
-	for _, u := range updates {
-		msg += guard.FormatUpdateTrailer(u) + "\n"
-	}
+	msg := guard.AppendUpdateTrailers("Update images\n\nagent: 1.4.1 --> 1.4.2", updates)
+	g.Expect(msg).To(Equal("Update images\n\nagent: 1.4.1 --> 1.4.2\n\n" +
+		"Uprev-Update: uprev-system/agent 1.4.1 --> 1.4.2\nUprev-Update: apps/chart 3.7.0 --> 3.7.1@sha256:abc\nUprev-Update: apps/new --> 1.0.0\n"))
 	g.Expect(guard.ParseUpdateTrailers(msg)).To(Equal(updates))
+	g.Expect(guard.AppendUpdateTrailers("Update images\n", nil)).To(Equal("Update images\n\n"), "one newline ends the message")
 	g.Expect(guard.ParseUpdateTrailers("Update images\n\nagent: 1.4.1 --> 1.4.2\nX-Uprev-Update: a/b 1 --> 2\n")).To(BeEmpty())
 }
 
