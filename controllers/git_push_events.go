@@ -49,7 +49,7 @@ func (p *gitPushEvents) pushed(ctx context.Context, url, branch string) {
 	}
 	for i := range syncs.Items {
 		s := &syncs.Items[i]
-		if s.Spec.Git.Ref.Branch == branch && s.Spec.Git.Ref.Commit == "" && s.Spec.Git.Ref.Tag == "" {
+		if s.Spec.Git.Ref.ReadsPush("refs/heads/" + branch) {
 			select {
 			case p.events <- event.GenericEvent{Object: s}:
 			case <-ctx.Done():

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -58,6 +59,24 @@ type GitRef struct {
 	// Commit SHA to check out.
 	// +optional
 	Commit string `json:"commit,omitempty"`
+}
+
+// ReadsPush reports whether an object reading this ref has something new
+// to read after a push of the full ref name pushed (refs/heads/main,
+// refs/tags/v1.2.0): a branch after a push to it, a tag after any pushed
+// tag (a tag may be created or moved), a commit never. A push that names
+// no ref ("") may be of anything, so every ref reads it.
+func (r GitRef) ReadsPush(pushed string) bool {
+	switch {
+	case pushed == "":
+		return true
+	case r.Commit != "":
+		return false
+	case r.Tag != "":
+		return strings.HasPrefix(pushed, "refs/tags/")
+	default:
+		return pushed == "refs/heads/"+r.Branch
+	}
 }
 
 // String returns the ref as written in a revision, such as `main` or `v1.2.0`.

@@ -277,7 +277,7 @@ func (r *Receiver) triggerGitPush(ctx context.Context, namespace string, h http.
 	}
 	for i := range syncs.Items {
 		s := &syncs.Items[i]
-		if push.Matches(s.Spec.Git.URL) && push.readBy(s.Spec.Git.Ref) {
+		if push.Matches(s.Spec.Git.URL) && s.Spec.Git.Ref.ReadsPush(push.Ref) {
 			if err := r.requestReconcile(ctx, s); err != nil {
 				return triggered, err
 			}
@@ -290,7 +290,7 @@ func (r *Receiver) triggerGitPush(ctx context.Context, namespace string, h http.
 	}
 	for i := range autos.Items {
 		a := &autos.Items[i]
-		if push.Matches(a.Spec.Git.URL) && (push.readBy(a.Spec.Git.Ref) || push.readBy(uprevv1.GitRef{Branch: a.PushBranch()})) {
+		if push.Matches(a.Spec.Git.URL) && (a.Spec.Git.Ref.ReadsPush(push.Ref) || uprevv1.GitRef{Branch: a.PushBranch()}.ReadsPush(push.Ref)) {
 			if err := r.requestReconcile(ctx, a); err != nil {
 				return triggered, err
 			}
@@ -298,22 +298,6 @@ func (r *Receiver) triggerGitPush(ctx context.Context, namespace string, h http.
 		}
 	}
 	return triggered, nil
-}
-
-// readBy reports whether an object reading ref cares about the push: a
-// branch about pushes to it, a tag about pushed tags, a commit about none.
-// A push that names no ref concerns every object.
-func (p GitPush) readBy(ref uprevv1.GitRef) bool {
-	switch {
-	case p.Ref == "":
-		return true
-	case ref.Commit != "":
-		return false
-	case ref.Tag != "":
-		return strings.HasPrefix(p.Ref, "refs/tags/")
-	default:
-		return p.Ref == "refs/heads/"+ref.Branch
-	}
 }
 
 // requestReconcile sets Flux's reconcile request annotation on obj with a
