@@ -120,6 +120,9 @@ func repositoryOf(pol *imagev1.ImagePolicy) types.NamespacedName {
 func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pol := &imagev1.ImagePolicy{}
 	if err := r.Get(ctx, req.NamespacedName, pol); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetMetrics(pol, req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	st := statusFields{&pol.Status.ObservedGeneration, &pol.Status.ReconcileRequestStatus}

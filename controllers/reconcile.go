@@ -2,17 +2,22 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
+	fluxmetrics "github.com/fluxcd/pkg/runtime/metrics"
 	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // fieldManager is uprev's name in managed fields and server-side apply.
@@ -51,6 +56,8 @@ type progressFunc func(ctx context.Context, format string, args ...any)
 func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields, suspended bool,
 	reconcile func(context.Context, progressFunc) outcome) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
+	metrics := r.metrics()
+	metrics.RecordSuspend(ctx, obj, suspended)
 	if suspended {
 		log.Info("Reconciliation is suspended")
 		return ctrl.Result{}, nil
@@ -81,10 +88,42 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 		patchErr = client.IgnoreNotFound(patchErr)
 	}
 	r.eventOnReadyChange(obj, wasReady)
+	metrics.RecordDuration(ctx, obj, start)
+	metrics.RecordReadiness(ctx, obj)
+	metrics.RecordStalled(ctx, obj)
 	log.V(1).Info("Reconcile finished", "duration", time.Since(start).String(), "error", o.err)
 
 	res, err := o.result()
 	return res, kerrors.NewAggregate([]error{err, patchErr})
+}
+
+// gotkRecorder is the GitOps Toolkit's reconcile metrics, as every Flux
+// controller exports them (gotk_reconcile_duration_seconds,
+// gotk_reconcile_condition, gotk_suspend_status), so that Flux's Grafana
+// dashboards and alerts work on uprev's objects: one recorder per process,
+// registered with controller-runtime's registry the first time it is used.
+var gotkRecorder = sync.OnceValue(func() *fluxmetrics.Recorder {
+	return fluxmetrics.MustMakeRecorder()
+})
+
+// metrics records the GitOps Toolkit metrics of the objects r reconciles.
+func (r *reconciler) metrics() fluxcontroller.Metrics {
+	return fluxcontroller.Metrics{Scheme: r.Client.Scheme(), MetricsRecorder: gotkRecorder()}
+}
+
+// forgetMetrics drops the GitOps Toolkit metrics of the deleted object
+// key, of obj's kind, so that series of deleted objects do not pile up.
+func (r *reconciler) forgetMetrics(obj client.Object, key types.NamespacedName) {
+	gvk, err := apiutil.GVKForObject(obj, r.Client.Scheme())
+	if err != nil {
+		return
+	}
+	ref := corev1.ObjectReference{Kind: gvk.Kind, Namespace: key.Namespace, Name: key.Name}
+	for _, c := range []string{meta.ReadyCondition, meta.StalledCondition} {
+		gotkRecorder().DeleteCondition(ref, c)
+	}
+	gotkRecorder().DeleteSuspend(ref)
+	gotkRecorder().DeleteDuration(ref)
 }
 
 // eventOnReadyChange records an event when the Ready condition changed its

@@ -12,6 +12,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/predicates"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -75,6 +76,9 @@ func (r *ReleaseGateReconciler) gatesOfPolicy(ctx context.Context, obj client.Ob
 func (r *ReleaseGateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rg := &uprevv1.ReleaseGate{}
 	if err := r.Get(ctx, req.NamespacedName, rg); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetMetrics(rg, req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	st := statusFields{&rg.Status.ObservedGeneration, &rg.Status.ReconcileRequestStatus}
