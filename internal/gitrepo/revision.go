@@ -69,7 +69,7 @@ func (c *Cache) OpenRevision(ctx context.Context, remote *Remote, ref Ref, owner
 		return nil, "", err
 	}
 	s.wroteBack = true
-	commit, err := s.syncRevision(ctx, target)
+	commit, err := s.update(ctx, target)
 	if err != nil {
 		s.Close()
 		return nil, "", fmt.Errorf("fetching %s of %s: %w", target.what, remote.Redacted(), err)
@@ -120,8 +120,8 @@ type revisionTarget struct {
 	// pattern. The kept clone drops the refs an earlier tag or branch
 	// left, so that they do not pile up.
 	only plumbing.ReferenceName
-	// resolve returns the commit to check out from the fetched clone.
-	resolve func(repo *git.Repository) (plumbing.Hash, error)
+	// find returns the commit to check out from the fetched clone.
+	find func(repo *git.Repository) (plumbing.Hash, error)
 }
 
 // target returns the revisionTarget of a ref with a tag or a commit.
@@ -136,7 +136,7 @@ func (r Ref) target() revisionTarget {
 			what:  fmt.Sprintf("commit %s of branch %q", commit, r.Branch),
 			specs: []config.RefSpec{fetchSpec(plumbing.NewBranchReferenceName(r.Branch), fetched)},
 			only:  fetched,
-			resolve: func(repo *git.Repository) (plumbing.Hash, error) {
+			find: func(repo *git.Repository) (plumbing.Hash, error) {
 				return resolveCommitOnBranch(repo, commit, r.Branch, fetched)
 			},
 		}
@@ -146,7 +146,7 @@ func (r Ref) target() revisionTarget {
 			clone: commitCheckout,
 			what:  "commit " + commit.String(),
 			specs: []config.RefSpec{fetchSpec("refs/heads/*", plumbing.NewRemoteReferenceName(commitCheckout, "*"))},
-			resolve: func(repo *git.Repository) (plumbing.Hash, error) {
+			find: func(repo *git.Repository) (plumbing.Hash, error) {
 				return resolveCommit(repo, commit)
 			},
 		}
@@ -158,7 +158,7 @@ func (r Ref) target() revisionTarget {
 			what:  fmt.Sprintf("tag %q", r.Tag),
 			specs: []config.RefSpec{fetchSpec(plumbing.NewTagReferenceName(r.Tag), fetched)},
 			only:  fetched,
-			resolve: func(repo *git.Repository) (plumbing.Hash, error) {
+			find: func(repo *git.Repository) (plumbing.Hash, error) {
 				return resolveTag(repo, fetched, r.Tag)
 			},
 		}
@@ -171,51 +171,16 @@ func fetchSpec(src, dst plumbing.ReferenceName) config.RefSpec {
 	return config.RefSpec(fmt.Sprintf("+%s:%s", src, dst))
 }
 
-// syncRevision brings the kept clone of a tag or commit up to date and
-// checks out the commit the target resolves to. Like sync, it fetches into
-// a clone that is there and sound, and clones afresh otherwise.
-func (s *Session) syncRevision(ctx context.Context, t revisionTarget) (plumbing.Hash, error) {
-	repo, err := s.openRevisionClone()
-	if err == nil {
-		err = s.fetchRevision(ctx, repo, t)
-		if err == nil {
-			s.cache.fetchCount.Add(1)
-			s.repo = repo
-			var commit plumbing.Hash
-			if commit, err = t.resolve(repo); err == nil {
-				if err = s.resetTo(commit); err == nil {
-					return commit, nil
-				}
-			}
-		}
-		if isRemoteError(err) || errors.Is(err, ErrInvalidRef) || ctx.Err() != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	return s.recloneRevision(ctx, t, err)
+func (t revisionTarget) open(s *Session) (*git.Repository, error) {
+	return s.openRevisionClone()
 }
 
-// recloneRevision fetches the target into a new checkout next to the kept
-// clone and replaces it only when the fetch succeeded, so that a network
-// failure leaves it as it was; why is the reason the kept clone could not
-// be used, as for replaceClone.
-func (s *Session) recloneRevision(ctx context.Context, t revisionTarget, why error) (plumbing.Hash, error) {
-	err := s.replaceClone(ctx, why, func(repo *git.Repository) error {
-		if err := s.fetchRevision(ctx, repo, t); err != nil {
-			return fmt.Errorf("cloning: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	// A commit missing from what was fetched leaves the clone in place, for
-	// the next use to fetch into.
-	commit, err := t.resolve(s.repo)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return commit, s.checkoutFresh(commit)
+func (t revisionTarget) fetch(ctx context.Context, s *Session, repo *git.Repository, _ bool) error {
+	return s.fetchRevision(ctx, repo, t)
+}
+
+func (t revisionTarget) resolve(_ *Session, repo *git.Repository) (plumbing.Hash, error) {
+	return t.find(repo)
 }
 
 // fetchRevision fetches the target's specs into repo, force-updating the
