@@ -6,6 +6,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT := $(BIN)/golangci-lint
 GOLANGCI_LINT_VERSION := v2.15.0
+PROMTOOL_VERSION := v0.316.0
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
 # VERSION is stamped into the binary (`uprev version`) and tags the
@@ -21,7 +22,7 @@ VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERS
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: all build test test-programs bench fuzz lint generate manifests demo demo-down controlplane flux gitea release release-binaries release-manifests
+.PHONY: all build test test-programs bench fuzz lint generate manifests demo demo-down controlplane flux gitea promtool release release-binaries release-manifests
 
 all: build
 
@@ -65,9 +66,15 @@ gitea: $(BIN)/gitea
 $(BIN)/gitea:
 	test/gitea/build.sh $(BIN)
 
-## test-programs: the programs the tests run (control plane, Flux CLI, Gitea), built when missing, side by side: from empty caches their module downloads overlap the others' compiles.
+## promtool: build Prometheus's promtool (Prometheus 3.16) from the Go module proxy into bin/promtool (only when missing), for test/monitoring.
+promtool: $(BIN)/promtool
+
+$(BIN)/promtool:
+	cd / && GOBIN=$(BIN) GOFLAGS= go install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+
+## test-programs: the programs the tests run (control plane, Flux CLI, Gitea, promtool), built when missing, side by side: from empty caches their module downloads overlap the others' compiles.
 test-programs:
-	$(MAKE) -j3 controlplane $(BIN)/flux $(BIN)/gitea
+	$(MAKE) -j3 controlplane $(BIN)/flux $(BIN)/gitea $(BIN)/promtool
 
 ## test: every test, race detector on, against real control planes.
 test: test-programs

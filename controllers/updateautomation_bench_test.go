@@ -137,6 +137,11 @@ func benchmarkAutomationRun(b *testing.B, files int) {
 	srv := gitserver.Start(b)
 	url := srv.InitRepo(b, fleetRepo, "main", tree)
 	auto := newAutomation(b, ns, url)
+	// The first run clones and checks out every file: minutes at 100,000
+	// files on a loaded machine.
+	g.Eventually(func(g Gomega) {
+		g.Expect(conditions.IsReady(getAutomation(g, auto))).To(BeTrue())
+	}).WithTimeout(15 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	waitForReady(b, auto)
 	person := newPusher(b, url)
 
