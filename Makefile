@@ -66,11 +66,11 @@ gitea: $(BIN)/gitea
 $(BIN)/gitea:
 	test/gitea/build.sh $(BIN)
 
-## promtool: build Prometheus's promtool (Prometheus 3.16) from the Go module proxy into bin/promtool (only when missing), for test/monitoring.
+## promtool: build Prometheus's promtool (Prometheus 3.16, without its service discovery plugins, which rule tests do not use) from the Go module proxy into bin/promtool (only when missing), for test/monitoring.
 promtool: $(BIN)/promtool
 
 $(BIN)/promtool:
-	cd / && GOBIN=$(BIN) GOFLAGS= go install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
+	cd / && GOBIN=$(BIN) GOFLAGS= go install -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 
 ## test-programs: the programs the tests run (control plane, Flux CLI, Gitea, promtool), built when missing, side by side: from empty caches their module downloads overlap the others' compiles.
 test-programs:
