@@ -180,7 +180,7 @@ func (a Access) withTimeout(ctx context.Context) (context.Context, context.Cance
 func (c *Client) session(key, rawURL string, access Access) (*session, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("%w: %q is not an http(s) URL", ErrInvalidConfig, redact(rawURL))
+		return nil, fmt.Errorf("%w: %q is not an http(s) URL", ErrInvalidConfig, RedactURL(rawURL))
 	}
 	if err := checkSecret(access.Secret); err != nil {
 		return nil, err
@@ -307,20 +307,20 @@ func (s *session) get(ctx context.Context, rawURL, variant string, headers map[s
 	case resp.StatusCode == http.StatusNotModified && remembered:
 		return answer{value: prev.value, next: prev.next}, true, nil
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return answer{}, false, fmt.Errorf("%w: GET %s: HTTP %d", ErrUnauthorized, redact(rawURL), resp.StatusCode)
+		return answer{}, false, fmt.Errorf("%w: GET %s: HTTP %d", ErrUnauthorized, RedactURL(rawURL), resp.StatusCode)
 	case resp.StatusCode != http.StatusOK:
-		return answer{}, false, fmt.Errorf("%w: GET %s: HTTP %d%s", ErrUnreachable, redact(rawURL), resp.StatusCode, errorText(resp.Body))
+		return answer{}, false, fmt.Errorf("%w: GET %s: HTTP %d%s", ErrUnreachable, RedactURL(rawURL), resp.StatusCode, errorText(resp.Body))
 	}
 	body, err := s.c.readBounded(resp)
 	if err != nil {
 		if ctx.Err() != nil {
 			return answer{}, false, s.requestError(ctx, rawURL, err)
 		}
-		return answer{}, false, fmt.Errorf("reading %s: %w", redact(rawURL), err)
+		return answer{}, false, fmt.Errorf("reading %s: %w", RedactURL(rawURL), err)
 	}
 	a, err = parse(resp, body)
 	if err != nil {
-		return answer{}, false, fmt.Errorf("reading %s: %w", redact(rawURL), err)
+		return answer{}, false, fmt.Errorf("reading %s: %w", RedactURL(rawURL), err)
 	}
 	etag, lastModified := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	s.c.mu.Lock()
@@ -338,11 +338,11 @@ func (s *session) get(ctx context.Context, rawURL, variant string, headers map[s
 func (s *session) requestError(ctx context.Context, rawURL string, err error) error {
 	switch {
 	case errors.Is(err, ErrInvalidResponse):
-		return fmt.Errorf("GET %s: %w", redact(rawURL), unwrapURLError(err))
+		return fmt.Errorf("GET %s: %w", RedactURL(rawURL), unwrapURLError(err))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%w: GET %s: no answer from %s within the source's timeout", ErrUnreachable, redact(rawURL), s.host)
+		return fmt.Errorf("%w: GET %s: no answer from %s within the source's timeout", ErrUnreachable, RedactURL(rawURL), s.host)
 	default:
-		return fmt.Errorf("%w: GET %s: %w", ErrUnreachable, redact(rawURL), unwrapURLError(err))
+		return fmt.Errorf("%w: GET %s: %w", ErrUnreachable, RedactURL(rawURL), unwrapURLError(err))
 	}
 }
 
@@ -411,8 +411,8 @@ func errorText(body io.Reader) string {
 	return ": " + strings.ToValidUTF8(text, "?")
 }
 
-// redact returns rawURL with any password replaced, for messages.
-func redact(rawURL string) string {
+// RedactURL returns rawURL with any password replaced, for messages.
+func RedactURL(rawURL string) string {
 	if u, err := url.Parse(rawURL); err == nil {
 		return u.Redacted()
 	}

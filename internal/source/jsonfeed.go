@@ -51,7 +51,7 @@ func (c *Client) ListJSON(ctx context.Context, key string, access Access, docURL
 	}
 	results, err := jp.FindResults(a.value)
 	if err != nil {
-		return Listing{}, fmt.Errorf("%w: JSONPath %q in %s: %w", ErrNotListed, expr, redact(docURL), err)
+		return Listing{}, fmt.Errorf("%w: JSONPath %q in %s: %w", ErrNotListed, expr, RedactURL(docURL), err)
 	}
 	var versions []Version
 	for _, group := range results {
@@ -62,7 +62,7 @@ func (c *Client) ListJSON(ctx context.Context, key string, access Access, docURL
 			case float64, json.Number:
 				versions = append(versions, Version{Version: fmt.Sprint(value)})
 			default:
-				return Listing{}, fmt.Errorf("%w: JSONPath %q in %s names a %T, not a version string", ErrInvalidResponse, expr, redact(docURL), value)
+				return Listing{}, fmt.Errorf("%w: JSONPath %q in %s names a %T, not a version string", ErrInvalidResponse, expr, RedactURL(docURL), value)
 			}
 		}
 	}
