@@ -14,6 +14,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,7 +82,11 @@ func (r *ReleaseSourceReconciler) reconcile(ctx context.Context, rs *uprevv1.Rel
 		return outcome{message: sourceMessage(rs), requeueAfter: wait}
 	}
 	progress(ctx, "scanning %s", describeSource(rs))
-	listing, err := r.scan(ctx, rs)
+	access, err := r.sourceAccess(ctx, rs)
+	if err != nil {
+		return outcome{err: err}
+	}
+	listing, err := r.scan(ctx, rs, access)
 	if err != nil {
 		return outcome{err: err, requeueAfter: interval}
 	}
@@ -102,8 +107,96 @@ func (r *ReleaseSourceReconciler) reconcile(ctx context.Context, rs *uprevv1.Rel
 		return outcome{err: degraded(uprevv1.NoMatchingVersionReason,
 			fmt.Errorf("selecting from %d versions of %s: %w", len(names), describeSource(rs), err)), requeueAfter: interval}
 	}
-	r.recordLatest(rs, &uprevv1.SourceVersion{Version: selected.Version, URL: selected.URL, Digest: selected.Digest})
+	latest := &uprevv1.SourceVersion{Version: selected.Version, URL: selected.URL, Digest: selected.Digest}
+	if latest.Assets, err = r.pinAssets(ctx, rs, access, selected.Version, progress); err != nil {
+		return outcome{err: err, requeueAfter: interval}
+	}
+	r.recordLatest(rs, latest)
 	return outcome{message: sourceMessage(rs), requeueAfter: interval}
+}
+
+// pinAssets returns the pinned assets of version: those of status.latest
+// when it is the same version with the same asset URLs (each version is
+// downloaded once), else downloaded and hashed now. A version whose assets
+// cannot be pinned is refused, the last selection kept.
+func (r *ReleaseSourceReconciler) pinAssets(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access, version string, progress progressFunc) ([]uprevv1.PinnedAsset, error) {
+	if len(rs.Spec.Assets) == 0 {
+		return nil, nil
+	}
+	specs := make([]source.AssetSpec, len(rs.Spec.Assets))
+	for i, a := range rs.Spec.Assets {
+		specs[i] = source.AssetSpec{Name: a.Name, URL: a.URL}
+		if a.Checksum != nil {
+			specs[i].ChecksumURL = a.Checksum.URL
+		}
+	}
+	if prev := rs.Status.Latest; prev != nil && prev.Version == version && assetsPinnedFor(prev.Assets, specs, version) {
+		return prev.Assets, nil
+	}
+	progress(ctx, "pinning %d assets of version %s", len(specs), version)
+	assets, err := r.Sources.PinAssets(ctx, access, sourceURL(rs), version, specs)
+	if err != nil {
+		return nil, assetError(version, rs.Status.Latest, err)
+	}
+	pinned := make([]uprevv1.PinnedAsset, len(assets))
+	for i, a := range assets {
+		pinned[i] = uprevv1.PinnedAsset{Name: a.Name, URL: a.URL, SHA256: a.SHA256}
+	}
+	ctrl.LoggerFrom(ctx).Info("Pinned assets", "version", version, "assets", len(pinned))
+	return pinned, nil
+}
+
+// assetsPinnedFor tells whether pinned holds exactly the assets specs
+// name for version, at the URLs they give.
+func assetsPinnedFor(pinned []uprevv1.PinnedAsset, specs []source.AssetSpec, version string) bool {
+	if len(pinned) != len(specs) {
+		return false
+	}
+	for i, spec := range specs {
+		u, err := source.AssetURL(spec.URL, version)
+		if err != nil || pinned[i].Name != spec.Name || pinned[i].URL != u {
+			return false
+		}
+	}
+	return true
+}
+
+// assetError is the error of a version whose assets could not be pinned:
+// it names the version refused and the one kept.
+func assetError(version string, kept *uprevv1.SourceVersion, err error) error {
+	keeping := "no version selected yet"
+	if kept != nil {
+		keeping = "keeping " + kept.Version
+	}
+	err = fmt.Errorf("version %s refused (%s): %w", version, keeping, err)
+	switch {
+	case errors.Is(err, source.ErrChecksumMismatch):
+		return degraded(uprevv1.ChecksumMismatchReason, err)
+	case errors.Is(err, source.ErrInvalidResponse):
+		return degraded(uprevv1.AssetRefusedReason, err)
+	default:
+		return sourceError(err)
+	}
+}
+
+// sourceURL is the URL of a ReleaseSource's server, whose host its
+// credentials belong to.
+func sourceURL(rs *uprevv1.ReleaseSource) string {
+	spec := rs.Spec
+	switch {
+	case spec.HelmRepository != nil:
+		return spec.HelmRepository.URL
+	case spec.GitHubReleases != nil && spec.GitHubReleases.URL != "":
+		return spec.GitHubReleases.URL
+	case spec.GitHubReleases != nil:
+		return source.DefaultGitHubAPI
+	case spec.GitTags != nil:
+		return spec.GitTags.URL
+	case spec.HTTPJSON != nil:
+		return spec.HTTPJSON.URL
+	default:
+		return ""
+	}
 }
 
 // checkReleaseSource refuses a spec that cannot work as written, before
@@ -119,12 +212,30 @@ func checkReleaseSource(rs *uprevv1.ReleaseSource) error {
 	if _, err := policy.NewFilter(rs.Spec.FilterTags); err != nil {
 		return stalled(uprevv1.InvalidPolicyReason, fmt.Errorf("spec.filterTags: %w", err))
 	}
+	for i, a := range rs.Spec.Assets {
+		for field, tmpl := range map[string]string{"url": a.URL, "checksum.url": checksumURL(a)} {
+			if tmpl == "" {
+				continue
+			}
+			if _, err := source.AssetURL(tmpl, "0.0.0"); err != nil {
+				return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.assets[%d].%s: %w", i, field, err))
+			}
+		}
+	}
 	if j := rs.Spec.HTTPJSON; j != nil {
 		if _, err := source.ParseJSONPath(j.Versions); err != nil {
 			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.httpJSON.versions: %w", err))
 		}
 	}
 	return nil
+}
+
+// checksumURL is the checksum file URL template of a, or "".
+func checksumURL(a uprevv1.AssetSpec) string {
+	if a.Checksum == nil {
+		return ""
+	}
+	return a.Checksum.URL
 }
 
 // sourceScanDueIn returns how long until rs is due for a scan; 0 means
@@ -143,14 +254,11 @@ func sourceScanDueIn(rs *uprevv1.ReleaseSource, now time.Time) time.Duration {
 }
 
 // scan lists the versions of the source the spec names.
-func (r *ReleaseSourceReconciler) scan(ctx context.Context, rs *uprevv1.ReleaseSource) (source.Listing, error) {
-	access, err := r.sourceAccess(ctx, rs)
-	if err != nil {
-		return source.Listing{}, err
-	}
+func (r *ReleaseSourceReconciler) scan(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access) (source.Listing, error) {
 	key := client.ObjectKeyFromObject(rs).String()
 	spec := rs.Spec
 	var listing source.Listing
+	var err error
 	switch {
 	case spec.HelmRepository != nil:
 		listing, err = r.Sources.ListHelmChart(ctx, key, access, spec.HelmRepository.URL, spec.HelmRepository.Chart)
@@ -241,7 +349,7 @@ func sourceError(err error) error {
 // an event when it changed.
 func (r *ReleaseSourceReconciler) recordLatest(rs *uprevv1.ReleaseSource, latest *uprevv1.SourceVersion) {
 	prev := rs.Status.Latest
-	if prev != nil && *prev == *latest {
+	if equality.Semantic.DeepEqual(prev, latest) {
 		return
 	}
 	if prev != nil {

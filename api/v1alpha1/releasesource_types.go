@@ -29,7 +29,18 @@ const (
 	// InvalidPolicyReason: spec.policy or spec.filterTags cannot work as
 	// written.
 	InvalidPolicyReason = "InvalidPolicy"
+	// ChecksumMismatchReason: an asset of the selected version does not
+	// have the hash its published checksum file names; the version is
+	// refused and the last selection kept.
+	ChecksumMismatchReason = "ChecksumMismatch"
+	// AssetRefusedReason: an asset of the selected version could not be
+	// pinned (larger than the bound, not found, a checksum file that names
+	// no hash); the version is refused and the last selection kept.
+	AssetRefusedReason = "AssetRefused"
 )
+
+// MaxAssets bounds spec.assets.
+const MaxAssets = 32
 
 // MaxSourceVersionsShown bounds status.lastScan.latestVersions.
 const MaxSourceVersionsShown = 10
@@ -89,6 +100,45 @@ type ReleaseSourceSpec struct {
 	// the part to order by, as ImagePolicy's filterTags does.
 	// +optional
 	FilterTags *imagev1.TagFilter `json:"filterTags,omitempty"`
+
+	// Assets are files of the selected version whose SHA-256 uprev pins:
+	// each is downloaded once per selected version, hashed while it
+	// streams (nothing is kept), and checked against its published
+	// checksum file when there is one. A version whose asset cannot be
+	// pinned is refused; the last selection stays.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Assets []AssetSpec `json:"assets,omitempty"`
+}
+
+// AssetSpec is one file of a release.
+type AssetSpec struct {
+	// Name of the asset, as markers name it (…:url:<name>,
+	// …:sha256:<name>).
+	// +kubebuilder:validation:Pattern="^[A-Za-z0-9][A-Za-z0-9._-]*$"
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+	// URL of the file, a Go template of the version:
+	// https://dl.k8s.io/release/{{.Version}}/bin/linux/amd64/kubeadm.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	URL string `json:"url"`
+	// Checksum is the published checksum file of the asset.
+	// +optional
+	Checksum *AssetChecksum `json:"checksum,omitempty"`
+}
+
+// AssetChecksum is a published checksum file.
+type AssetChecksum struct {
+	// URL of the checksum file, a Go template of the version like the
+	// asset's: a bare SHA-256 in hex, or sha256sum's lines (<hex>
+	// <file name>), of which the line naming the asset's file is used.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	URL string `json:"url"`
 }
 
 // HelmRepositorySource is a chart in a classic Helm repository.
@@ -176,6 +226,20 @@ type SourceVersion struct {
 	// sha256:<hex>: the chart archive's digest from index.yaml.
 	// +optional
 	Digest string `json:"digest,omitempty"`
+	// Assets are the pinned files of the version (spec.assets).
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Assets []PinnedAsset `json:"assets,omitempty"`
+}
+
+// PinnedAsset is an asset of a version and its hash.
+type PinnedAsset struct {
+	// Name of the asset.
+	Name string `json:"name"`
+	// URL it was downloaded from.
+	URL string `json:"url"`
+	// SHA256 of its content, as sha256:<hex>.
+	SHA256 string `json:"sha256"`
 }
 
 // SourceScan is the outcome of one scan.

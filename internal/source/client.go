@@ -78,6 +78,8 @@ type Options struct {
 	DenyCIDRs netguard.Denylist
 	// MaxBytes bounds every answer. Default DefaultMaxBytes.
 	MaxBytes int64
+	// MaxAssetBytes bounds every asset. Default DefaultMaxAssetBytes.
+	MaxAssetBytes int64
 	// UserAgent is sent with every request. Default "uprev".
 	UserAgent string
 	// Now tells the time, for rate-limit resets. Default time.Now.
@@ -119,6 +121,9 @@ type known struct {
 func NewClient(opts Options) *Client {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxAssetBytes <= 0 {
+		opts.MaxAssetBytes = DefaultMaxAssetBytes
 	}
 	if opts.UserAgent == "" {
 		opts.UserAgent = "uprev"
@@ -182,6 +187,12 @@ func (c *Client) session(key, rawURL string, access Access) (*session, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("%w: %q is not an http(s) URL", ErrInvalidConfig, RedactURL(rawURL))
 	}
+	return c.sessionOn(key, u.Host, access)
+}
+
+// sessionOn starts a scan of the source key whose credentials belong to
+// host.
+func (c *Client) sessionOn(key, host string, access Access) (*session, error) {
 	if err := checkSecret(access.Secret); err != nil {
 		return nil, err
 	}
@@ -194,7 +205,7 @@ func (c *Client) session(key, rawURL string, access Access) (*session, error) {
 		transport = c.base.Clone()
 		transport.TLSClientConfig = tlsCfg
 	}
-	s := &session{c: c, secret: access.Secret, host: u.Host}
+	s := &session{c: c, secret: access.Secret, host: host}
 	// The key names the credentials too: other credentials may see
 	// another answer.
 	s.key = key + "\x00" + secretFingerprint(access)
