@@ -57,7 +57,7 @@ func helmIndex(chart string, versions ...string) string {
 // startHelmRepository serves dir's files as a classic Helm repository is
 // served: static files over HTTP, with Last-Modified and 304 answers to
 // If-Modified-Since (net/http's file server).
-func startHelmRepository(t *testing.T, files map[string]string) (*httptest.Server, *counted, string) {
+func startHelmRepository(t testing.TB, files map[string]string) (*httptest.Server, *counted, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
