@@ -25,6 +25,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/netguard"
 	"github.com/uprev-dev/uprev/internal/policy"
 	"github.com/uprev-dev/uprev/internal/source"
 )
@@ -296,7 +297,10 @@ func (r *ReleaseSourceReconciler) scanGitTags(ctx context.Context, rs *uprevv1.R
 	}
 	remote.Timeout = access.Timeout
 	listing, err := source.ListGitTags(ctx, remote)
-	if err != nil {
+	switch {
+	case errors.Is(err, netguard.ErrDenied):
+		return source.Listing{}, stalled(uprevv1.InvalidSpecReason, err)
+	case err != nil:
 		return source.Listing{}, gitError(err)
 	}
 	return listing, nil
@@ -332,7 +336,7 @@ func sourceError(err error) error {
 	switch {
 	case errors.As(err, &limited):
 		return transientAfter(uprevv1.RateLimitedReason, err, limited.RetryAfter)
-	case errors.Is(err, source.ErrInvalidConfig):
+	case errors.Is(err, source.ErrInvalidConfig), errors.Is(err, netguard.ErrDenied):
 		return stalled(uprevv1.InvalidSpecReason, err)
 	case errors.Is(err, source.ErrUnauthorized):
 		return transient(uprevv1.AuthenticationFailedReason, err)
