@@ -91,3 +91,36 @@ func TestAutomationWritesReleaseSourceMarkers(t *testing.T) {
 	g.Expect(st.Holds).To(ContainElement(HaveField("Version", "v1.30.2")))
 	g.Expect(conditions.GetMessage(auto, meta.ReadyCondition)).To(ContainSubstring("held"))
 }
+
+// Flux's ImageUpdateAutomation writes ReleaseSource markers too: a chart
+// version from a classic Helm repository, with Flux's message template.
+func TestImageUpdateAutomationWritesReleaseSourceMarkers(t *testing.T) {
+	g := NewWithT(t)
+	f := newAutomationFixture(t, []string{"1.0.0"}, map[string]string{
+		"clusters/my-cluster/podinfo.yaml": podinfoRelease,
+	}, gitserver.WithBasicAuth("flux", "s3cret"))
+	repo := startHelmRepository(t, chartIndex("podinfo", "6.5.0", "6.5.4", "7.0.0"))
+	rs := newReleaseSource(t, f.ns, "podinfo", uprevv1.ReleaseSourceSpec{
+		HelmRepository: &uprevv1.HelmRepositorySource{URL: repo.URL, Chart: "podinfo"},
+		Policy:         semverChoice("6.x"),
+	})
+	g.Eventually(func(g Gomega) { g.Expect(sourceLatest(g, rs).Version).To(Equal("6.5.4")) }).Should(Succeed())
+	f.fluxSource()
+	auto := f.fluxAutomation()
+	st := waitForFluxPush(t, auto, "")
+	g.Expect(f.readFile("main", "clusters/my-cluster/podinfo.yaml")).To(Equal(strings.Replace(podinfoRelease, "version: 6.5.0 #", "version: 6.5.4 #", 1)))
+	g.Expect(f.commitField(st.LastPushCommit, "%B")).To(ContainSubstring("- 6.5.0 -> 6.5.4"))
+}
+
+// podinfoRelease is a HelmRelease whose chart version follows the
+// ReleaseSource podinfo of the automation's namespace.
+const podinfoRelease = `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo
+spec:
+  chart:
+    spec:
+      chart: podinfo
+      version: 6.5.0 # {"$uprev": "podinfo"}
+`

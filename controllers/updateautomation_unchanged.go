@@ -10,6 +10,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/guard"
+	"github.com/uprev-dev/uprev/internal/source"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
@@ -47,8 +48,8 @@ func unchanged(auto *uprevv1.UpdateAutomation, run *automationRun, tips revision
 }
 
 // observedPolicies returns each policy's latest ref by name, as status
-// records them, and each ReleaseSource's version by ReleaseSource/name,
-// with a digest of its pinned assets (so that a re-pinned asset is a
+// records them, and each ReleaseSource's URL and version by
+// ReleaseSource/name, with a digest of its pinned assets (so that a re-pinned asset is a
 // change too).
 func observedPolicies(policies map[update.PolicyKey]*imagev1.ImagePolicy, sources map[update.PolicyKey]*uprevv1.ReleaseSource) map[string]uprevv1.ImageRef {
 	out := make(map[string]uprevv1.ImageRef, len(policies)+len(sources))
@@ -62,7 +63,7 @@ func observedPolicies(policies map[update.PolicyKey]*imagev1.ImagePolicy, source
 		for _, a := range latest.Assets {
 			pinned = append(pinned, a.Name+"="+a.URL+"@"+a.SHA256)
 		}
-		out[update.SourceKind+"/"+key.Name] = uprevv1.ImageRef{Tag: latest.Version, Digest: tagsRevision(pinned)}
+		out[update.SourceKind+"/"+key.Name] = uprevv1.ImageRef{Name: source.RedactURL(sourceURL(rs)), Tag: latest.Version, Digest: tagsRevision(pinned)}
 	}
 	return out
 }
