@@ -157,3 +157,25 @@ func TestAmbiguousSecretIsRefused(t *testing.T) {
 		Access{Secret: map[string][]byte{"bearerToken": []byte("a"), "password": []byte("b")}}, "https://example.com/v.json", "{.edge}")
 	g.Expect(errors.Is(err, ErrInvalidConfig)).To(BeTrue(), "%v", err)
 }
+
+// A page of releases whose Link header sends the next page to another
+// host is refused; that host is never asked.
+func TestGitHubNextPageOnAnotherHostIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		elsewhere.Add(1)
+		_, _ = io.WriteString(w, `[]`)
+	}))
+	t.Cleanup(other.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Link", `<`+other.URL+`/repos/o/r/releases?page=2>; rel="next"`)
+		_, _ = io.WriteString(w, `[{"tag_name":"v1.0.0"}]`)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := NewClient(Options{}).ListGitHubReleases(context.Background(), "ns/gh",
+		Access{Secret: map[string][]byte{"bearerToken": []byte("t")}}, srv.URL, "o/r")
+	g.Expect(errors.Is(err, ErrInvalidResponse)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("the next page's link goes to"))
+	g.Expect(elsewhere.Load()).To(BeZero())
+}
