@@ -2,8 +2,11 @@ package controllers
 
 import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
 
 // scanChangedPredicate passes ImageRepository updates whose scan found a
@@ -50,6 +53,25 @@ func (latestRefChangedPredicate) Update(e event.UpdateEvent) bool {
 		return false
 	}
 	return refString(before.Status.LatestRef) != refString(after.Status.LatestRef)
+}
+
+// latestVersionChangedPredicate passes ReleaseSource updates whose
+// status.latest changed (its version or a pinned asset), and new sources.
+type latestVersionChangedPredicate struct {
+	predicate.Funcs
+}
+
+// Update passes an update when status.latest changed.
+func (latestVersionChangedPredicate) Update(e event.UpdateEvent) bool {
+	before, ok := e.ObjectOld.(*uprevv1.ReleaseSource)
+	if !ok {
+		return false
+	}
+	after, ok := e.ObjectNew.(*uprevv1.ReleaseSource)
+	if !ok {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(before.Status.Latest, after.Status.Latest)
 }
 
 func refString(ref *imagev1.ImageRef) string {

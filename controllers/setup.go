@@ -29,12 +29,14 @@ import (
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/notify"
 	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/source"
 	"github.com/uprev-dev/uprev/internal/webhook"
 )
 
 // Names of the controllers a manager can run.
 const (
-	// ImageScanning runs ImageRepository, ImagePolicy and ReleaseGate.
+	// ImageScanning runs ImageRepository, ImagePolicy, ReleaseGate and
+	// ReleaseSource.
 	ImageScanning = "image"
 	// WriteBack runs UpdateAutomation and Flux's ImageUpdateAutomation.
 	WriteBack = "automation"
@@ -105,7 +107,7 @@ func eventRecorders(mgr ctrl.Manager, addr string) (func(events.EventRecorder) e
 
 // ShardCache returns the cache options of a manager that reconciles only
 // the objects selector matches: Flux's --watch-label-selector, with its
-// convention of a `sharding.fluxcd.io/key` label. The six kinds uprev
+// convention of a `sharding.fluxcd.io/key` label. The seven kinds uprev
 // reconciles are filtered on the apiserver's side, so each shard lists and
 // watches its own objects only; what they read (Secrets, and in workload
 // clusters anything) is not. An object and those it refers to
@@ -117,7 +119,7 @@ func ShardCache(selector labels.Selector) cache.Options {
 		return cache.Options{}
 	}
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &iacv1.ImageUpdateAutomation{}, &uprevv1.Sync{}, &uprevv1.ReleaseGate{}} {
+	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &iacv1.ImageUpdateAutomation{}, &uprevv1.Sync{}, &uprevv1.ReleaseGate{}, &uprevv1.ReleaseSource{}} {
 		byObject[obj] = cache.ByObject{Label: selector}
 	}
 	return cache.Options{ByObject: byObject}
@@ -213,6 +215,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up ReleaseGate controller: %w", err)
 		}
 		gates.Events = recorders(gates.Events)
+		sources := &ReleaseSourceReconciler{Clock: opts.Clock, Sources: source.NewClient(source.Options{
+			DenyCIDRs: opts.Registry.DenyCIDRs, UserAgent: opts.Registry.UserAgent})}
+		if err := sources.SetupWithManager(mgr, copts); err != nil {
+			return fmt.Errorf("setting up ReleaseSource controller: %w", err)
+		}
+		sources.Events = recorders(sources.Events)
 	}
 	var clones *gitrepo.Cache
 	if slices.Contains(opts.Controllers, WriteBack) || slices.Contains(opts.Controllers, Apply) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -84,6 +85,9 @@ func (r *UpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts con
 		Watches(&imagev1.ImagePolicy{},
 			handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
 			builder.WithPredicates(latestRefChangedPredicate{})).
+		Watches(&uprevv1.ReleaseSource{},
+			handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
+			builder.WithPredicates(latestVersionChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -205,6 +209,11 @@ type automationRun struct {
 	// planned are the same policies as the guard and the rewriter see them:
 	// latest ref and ordering.
 	planned map[update.PolicyKey]guard.Policy
+	// sources are the selected, ready ReleaseSources by key.
+	sources map[update.PolicyKey]*uprevv1.ReleaseSource
+	// assets are the pinned asset values of the sources, as the rewriter
+	// takes them.
+	assets map[update.AssetKey]string
 	// notReady names selected policies without a latest ref yet.
 	notReady []string
 	session  *gitrepo.Session
@@ -309,6 +318,23 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 		key := update.PolicyKey{Namespace: pol.Namespace, Name: pol.Name}
 		if _, ready := run.planned[key]; ready {
 			run.policies[key] = pol
+		}
+	}
+	// The same selector picks the ReleaseSources of the namespace.
+	var sources uprevv1.ReleaseSourceList
+	if err := r.List(ctx, &sources, client.InNamespace(run.auto.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return fmt.Errorf("listing release sources: %w", err)
+	}
+	planned, assets, notReady := guard.SourcesOf(sources.Items)
+	maps.Copy(run.planned, planned)
+	run.assets = assets
+	run.notReady = append(run.notReady, notReady...)
+	run.sources = map[update.PolicyKey]*uprevv1.ReleaseSource{}
+	for i := range sources.Items {
+		rs := &sources.Items[i]
+		key := update.PolicyKey{Namespace: rs.Namespace, Name: rs.Name, Kind: update.SourceKind}
+		if _, ready := planned[key]; ready {
+			run.sources[key] = rs
 		}
 	}
 	return nil
@@ -419,12 +445,13 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		run.rules = rules
 		opts := update.Options{
 			Policies:         run.rules.Refs(),
+			Assets:           run.assets,
 			DefaultNamespace: auto.Namespace,
 			Guard:            run.rules.Check,
 		}
 		// Only the files that hold a marker are read, as the index of
 		// the commit's trees knows them.
-		marked, known, err := run.session.FilesContaining(auto.Spec.Update.Path, update.MarkerToken)
+		marked, known, err := run.session.FilesContaining(auto.Spec.Update.Path, update.MarkerTokens()...)
 		if err != nil {
 			return "", err
 		}
@@ -514,7 +541,7 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, now metav1.Time) uprevv1.UpdateAutomationStatus {
 	st := *prev.DeepCopy()
 	if run.policies != nil {
-		st.ObservedPolicies = observedPolicies(run.policies)
+		st.ObservedPolicies = observedPolicies(run.policies, run.sources)
 	}
 	if run.rules != nil {
 		st.Holds = holdStatus(run.rules)

@@ -10,6 +10,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/guard"
+	"github.com/uprev-dev/uprev/internal/source"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
@@ -39,7 +40,7 @@ func unchanged(auto *uprevv1.UpdateAutomation, run *automationRun, tips revision
 		prev.ObservedGeneration == auto.Generation &&
 		prev.ObservedSourceRevision == tips.source && tips.source != "" &&
 		prev.ObservedPushRevision == tips.push &&
-		maps.Equal(prev.ObservedPolicies, observedPolicies(run.policies)) &&
+		maps.Equal(prev.ObservedPolicies, observedPolicies(run.policies, run.sources)) &&
 		slices.Equal(prev.Holds, holdStatus(run.rules)) &&
 		slices.EqualFunc(prev.CRDs, run.crds, func(st uprevv1.CRDBundleStatus, b *crdBundle) bool {
 			return st.Policy == b.policy.String() && st.Path == b.spec.Path && st.Digest == b.digest
@@ -47,12 +48,22 @@ func unchanged(auto *uprevv1.UpdateAutomation, run *automationRun, tips revision
 }
 
 // observedPolicies returns each policy's latest ref by name, as status
-// records them.
-func observedPolicies(policies map[update.PolicyKey]*imagev1.ImagePolicy) map[string]uprevv1.ImageRef {
-	out := make(map[string]uprevv1.ImageRef, len(policies))
+// records them, and each ReleaseSource's URL and version by
+// ReleaseSource/name, with a digest of its pinned assets (so that a re-pinned asset is a
+// change too).
+func observedPolicies(policies map[update.PolicyKey]*imagev1.ImagePolicy, sources map[update.PolicyKey]*uprevv1.ReleaseSource) map[string]uprevv1.ImageRef {
+	out := make(map[string]uprevv1.ImageRef, len(policies)+len(sources))
 	for key, pol := range policies {
 		ref := pol.Status.LatestRef
 		out[key.Name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}
+	}
+	for key, rs := range sources {
+		latest := rs.Status.Latest
+		pinned := make([]string, 0, len(latest.Assets))
+		for _, a := range latest.Assets {
+			pinned = append(pinned, a.Name+"="+a.URL+"@"+a.SHA256)
+		}
+		out[update.SourceKind+"/"+key.Name] = uprevv1.ImageRef{Name: source.RedactURL(sourceURL(rs)), Tag: latest.Version, Digest: tagsRevision(pinned)}
 	}
 	return out
 }

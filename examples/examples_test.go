@@ -28,6 +28,7 @@ var kinds = map[string]func() runtime.Object{
 	"ImagePolicy":      func() runtime.Object { return &imagev1.ImagePolicy{} },
 	"UpdateAutomation": func() runtime.Object { return &uprevv1.UpdateAutomation{} },
 	"Sync":             func() runtime.Object { return &uprevv1.Sync{} },
+	"ReleaseSource":    func() runtime.Object { return &uprevv1.ReleaseSource{} },
 }
 
 // TestExamplesDecodeStrictly reads every YAML document of the examples that
@@ -85,4 +86,38 @@ func TestReviewBranchMessage(t *testing.T) {
 	readme, err := os.ReadFile("review-branch/README.md")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(readme)).To(ContainSubstring(msg))
+}
+
+// TestReleaseSourceExamplesRewrite rewrites the fleets of the
+// ReleaseSource examples (dry run) with a new version of each source, and
+// of component-hashes a URL and hash of each asset: every marker resolves,
+// none is invalid.
+func TestReleaseSourceExamplesRewrite(t *testing.T) {
+	source := func(ns, name string) update.PolicyKey {
+		return update.PolicyKey{Namespace: ns, Name: name, Kind: update.SourceKind}
+	}
+	k8s := source("component-hashes", "kubernetes")
+	assets := map[update.AssetKey]string{}
+	for _, a := range []string{"kubeadm", "kubelet", "kubectl"} {
+		assets[update.AssetKey{Source: k8s, Kind: update.KindAssetURL, Asset: a}] = "https://dl.k8s.io/release/v1.30.2/bin/linux/amd64/" + a
+		assets[update.AssetKey{Source: k8s, Kind: update.KindAssetSHA256, Asset: a}] = "sha256:" + strings.Repeat("1", 64)
+	}
+	for dir, want := range map[string]int{"component-hashes": 7, "release-feed": 1, "helm-repository": 1} {
+		t.Run(dir, func(t *testing.T) {
+			g := NewWithT(t)
+			res, err := update.RewriteMarkers(t.Context(), filepath.Join(dir, "fleet"), ".", update.Options{
+				Policies: map[update.PolicyKey]update.Ref{
+					k8s:                                    {Tag: "v1.30.2"},
+					source("release-feed", "linkerd-edge"): {Tag: "edge-24.11.8"},
+					source("helm-repository", "podinfo"):   {Tag: "6.7.1"},
+				},
+				Assets: assets,
+				DryRun: true,
+			})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(res.FileErrors).To(BeEmpty())
+			g.Expect(res.Unresolved).To(BeEmpty())
+			g.Expect(res.Changes).To(HaveLen(want))
+		})
+	}
 }

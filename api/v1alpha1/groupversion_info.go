@@ -1,5 +1,5 @@
-// Package v1alpha1 holds uprev's own API types, UpdateAutomation, Sync and
-// ReleaseGate, in the group uprev.dev.
+// Package v1alpha1 holds uprev's own API types, UpdateAutomation, Sync,
+// ReleaseGate and ReleaseSource, in the group uprev.dev.
 //
 // +kubebuilder:object:generate=true
 // +groupName=uprev.dev
@@ -25,7 +25,7 @@ var (
 // addKnownTypes registers the kinds of this group. The package depends on
 // apimachinery only, so that other projects can import the types.
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &UpdateAutomation{}, &UpdateAutomationList{}, &Sync{}, &SyncList{}, &ReleaseGate{}, &ReleaseGateList{})
+	s.AddKnownTypes(GroupVersion, &UpdateAutomation{}, &UpdateAutomationList{}, &Sync{}, &SyncList{}, &ReleaseGate{}, &ReleaseGateList{}, &ReleaseSource{}, &ReleaseSourceList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

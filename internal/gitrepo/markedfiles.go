@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/fluxcd/pkg/cache"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -42,7 +43,7 @@ var treeIndex = func() *cache.LRU[indexedTree] {
 }()
 
 // FilesContaining returns the files under dir, a slash-separated directory
-// relative to the working tree's root, whose content holds token, relative
+// relative to the working tree's root, whose content holds one of tokens, relative
 // to dir, as the tree of the commit that the working tree was handed out at
 // records them. It is meant for an EditFunc, before it writes anything.
 //
@@ -54,7 +55,7 @@ var treeIndex = func() *cache.LRU[indexedTree] {
 // Each tree is read once per token while the index remembers it, so the
 // cost of a call follows what changed since the trees were last read, not
 // the size of the repository.
-func (s *Session) FilesContaining(dir, token string) (files []string, known bool, err error) {
+func (s *Session) FilesContaining(dir string, tokens ...string) (files []string, known bool, err error) {
 	if s.editBase.IsZero() {
 		return nil, false, nil
 	}
@@ -86,7 +87,7 @@ func (s *Session) FilesContaining(dir, token string) (files []string, known bool
 		}
 		hash = entry.Hash
 	}
-	t, err := s.indexTree(hash, token)
+	t, err := s.indexTree(hash, tokens)
 	if err != nil || t.links {
 		return nil, false, err
 	}
@@ -95,8 +96,8 @@ func (s *Session) FilesContaining(dir, token string) (files []string, known bool
 
 // indexTree returns what the index knows of the tree hash, reading the
 // tree, and those of its subtrees and blobs the index does not know yet.
-func (s *Session) indexTree(hash plumbing.Hash, token string) (indexedTree, error) {
-	key := token + "\x00" + hash.String()
+func (s *Session) indexTree(hash plumbing.Hash, tokens []string) (indexedTree, error) {
+	key := strings.Join(tokens, "\x00") + "\x00" + hash.String()
 	if t, err := treeIndex.Get(key); err == nil {
 		return t, nil
 	}
@@ -108,7 +109,7 @@ func (s *Session) indexTree(hash plumbing.Hash, token string) (indexedTree, erro
 	for _, e := range tree.Entries {
 		switch e.Mode {
 		case filemode.Dir:
-			sub, err := s.indexTree(e.Hash, token)
+			sub, err := s.indexTree(e.Hash, tokens)
 			if err != nil {
 				return indexedTree{}, err
 			}
@@ -117,7 +118,7 @@ func (s *Session) indexTree(hash plumbing.Hash, token string) (indexedTree, erro
 				t.files = append(t.files, e.Name+"/"+f)
 			}
 		case filemode.Regular, filemode.Executable, filemode.Deprecated:
-			holds, err := s.blobContains(e.Hash, token)
+			holds, err := s.blobContains(e.Hash, tokens)
 			if err != nil {
 				return indexedTree{}, err
 			}
@@ -132,8 +133,8 @@ func (s *Session) indexTree(hash plumbing.Hash, token string) (indexedTree, erro
 	return t, nil
 }
 
-// blobContains reports whether the blob hash holds token.
-func (s *Session) blobContains(hash plumbing.Hash, token string) (bool, error) {
+// blobContains reports whether the blob hash holds one of tokens.
+func (s *Session) blobContains(hash plumbing.Hash, tokens []string) (bool, error) {
 	blob, err := s.repo.BlobObject(hash)
 	if err != nil {
 		return false, fmt.Errorf("reading blob %s: %w", hash, err)
@@ -147,5 +148,10 @@ func (s *Session) blobContains(hash plumbing.Hash, token string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("reading blob %s: %w", hash, err)
 	}
-	return bytes.Contains(content, []byte(token)), nil
+	for _, token := range tokens {
+		if bytes.Contains(content, []byte(token)) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -14,15 +14,18 @@ import (
 const marker = `{"$imagepolicy"`
 
 // filesContaining runs one write-back on branch whose edit asks
-// FilesContaining(dir, marker) before writing anything, and returns what
-// it answered.
-func filesContaining(t *testing.T, c *gitrepo.Cache, r *gitrepo.Remote, branch, pushBranch, dir string) (files []string, known bool) {
+// FilesContaining(dir, tokens...) (default: marker) before writing
+// anything, and returns what it answered.
+func filesContaining(t *testing.T, c *gitrepo.Cache, r *gitrepo.Remote, branch, pushBranch, dir string, tokens ...string) (files []string, known bool) {
 	t.Helper()
 	s := open(t, c, r, branch, pushBranch)
 	defer s.Close()
 	_, err := s.WriteBack(context.Background(), author, func(string, *gitrepo.History) (string, error) {
+		if len(tokens) == 0 {
+			tokens = []string{marker}
+		}
 		var err error
-		files, known, err = s.FilesContaining(dir, marker)
+		files, known, err = s.FilesContaining(dir, tokens...)
 		return "", err
 	})
 	if err != nil {
@@ -40,6 +43,7 @@ func TestFilesContainingListsMarkedFilesOfTheCommit(t *testing.T) {
 		"clusters/staging/app.yaml":  "image: c:1 # " + marker + `: "ns:app"}` + "\n",
 		"clusters/staging/notes.txt": marker + "\n",
 		"README.md":                  "no marker\n",
+		"sources/k8s.yaml":           `version: v1.30.1 # {"$uprev": "ns:k8s"}` + "\n",
 	}), nil)
 	cache := newCache(t)
 
@@ -47,6 +51,11 @@ func TestFilesContainingListsMarkedFilesOfTheCommit(t *testing.T) {
 	g.Expect(known).To(BeTrue())
 	g.Expect(files).To(ConsistOf("clusters/prod/agent.yaml", "clusters/staging/app.yaml", "clusters/staging/notes.txt"),
 		"every file holding the token, whatever its name: the rewrite decides which it reads")
+
+	files, known = filesContaining(t, cache, remote, "main", "main", ".", marker, `"$uprev"`)
+	g.Expect(known).To(BeTrue())
+	g.Expect(files).To(ConsistOf("clusters/prod/agent.yaml", "clusters/staging/app.yaml", "clusters/staging/notes.txt", "sources/k8s.yaml"),
+		"a file holding any of the tokens")
 
 	files, known = filesContaining(t, cache, remote, "main", "main", "./clusters/staging")
 	g.Expect(known).To(BeTrue())

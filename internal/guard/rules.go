@@ -3,11 +3,11 @@ package guard
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/policy"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -51,6 +51,35 @@ func PoliciesOf(items []imagev1.ImagePolicy) (policies map[update.PolicyKey]Poli
 		}
 	}
 	return policies, notReady
+}
+
+// SourcesOf turns ReleaseSource objects into policies a run writes, as
+// PoliciesOf does ImagePolicies: those Ready and with a selected version,
+// keyed with update.SourceKind, their version as the reference's Tag and
+// their spec.policy and spec.filterTags as ordering. assets holds the URL
+// and hash of each pinned asset, for update.Options.Assets. The others
+// are named in notReady.
+func SourcesOf(items []uprevv1.ReleaseSource) (policies map[update.PolicyKey]Policy, assets map[update.AssetKey]string, notReady []string) {
+	policies = make(map[update.PolicyKey]Policy, len(items))
+	assets = map[update.AssetKey]string{}
+	for i := range items {
+		rs := &items[i]
+		key := update.PolicyKey{Namespace: rs.Namespace, Name: rs.Name, Kind: update.SourceKind}
+		latest := rs.Status.Latest
+		if latest == nil || !apimeta.IsStatusConditionTrue(rs.Status.Conditions, "Ready") {
+			notReady = append(notReady, key.String())
+			continue
+		}
+		policies[key] = Policy{
+			Ref:      update.Ref{Tag: latest.Version},
+			Ordering: &Ordering{Policy: rs.Spec.Policy, FilterTags: rs.Spec.FilterTags},
+		}
+		for _, a := range latest.Assets {
+			assets[update.AssetKey{Source: key, Kind: update.KindAssetURL, Asset: a.Name}] = a.URL
+			assets[update.AssetKey{Source: key, Kind: update.KindAssetSHA256, Asset: a.Name}] = a.SHA256
+		}
+	}
+	return policies, assets, notReady
 }
 
 // RefusalKind tells the guard's refusals apart.
@@ -217,8 +246,8 @@ func (r *Rules) heldAt(key update.PolicyKey, ref update.Ref) (Hold, bool) {
 	return Hold{}, false
 }
 
-// parseKey parses `namespace/name`.
+// parseKey parses `namespace/name` (`ReleaseSource/namespace/name` for a
+// source).
 func parseKey(s string) update.PolicyKey {
-	ns, name, _ := strings.Cut(s, "/")
-	return update.PolicyKey{Namespace: ns, Name: name}
+	return update.ParsePolicyKey(s)
 }

@@ -262,7 +262,7 @@ func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
 	if len(access.CertSecret) > 0 || len(access.ProxySecret) > 0 {
 		t := s.newHTTPTransport()
 		t.IdleConnTimeout = 30 * time.Second
-		if t.TLSClientConfig, err = tlsConfig(access.CertSecret); err != nil {
+		if t.TLSClientConfig, err = TLSConfig(access.CertSecret); err != nil {
 			return nil, err
 		}
 		via := ""

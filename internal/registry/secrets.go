@@ -44,10 +44,10 @@ func keychain(ctx context.Context, pullSecrets []map[string][]byte) (authn.Keych
 	return chain, nil
 }
 
-// tlsConfig returns the TLS settings of a certSecretRef's data: ca.crt is
+// TLSConfig returns the TLS settings of a certSecretRef's data: ca.crt is
 // trusted in addition to the system roots, and tls.crt with tls.key is
 // presented as the client certificate. It returns nil for no data.
-func tlsConfig(data map[string][]byte) (*tls.Config, error) {
+func TLSConfig(data map[string][]byte) (*tls.Config, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}

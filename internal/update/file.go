@@ -43,6 +43,7 @@ type unitKey struct {
 // rewriter holds what every file of a run is rewritten with.
 type rewriter struct {
 	policies         map[PolicyKey]Ref
+	assets           map[AssetKey]string
 	defaultNamespace string
 	guard            Guard
 }
@@ -70,15 +71,21 @@ func (rw *rewriter) rewriteFile(file string, src []byte) fileResult {
 				Reason: fmt.Sprintf("policy %s is not among the automation's policies", st.marker.Policy)})
 			continue
 		}
-		if missing := missingPart(ref, st.marker.Kind); missing != "" {
+		value, missing := rw.value(ref, st.marker)
+		if missing != "" {
 			res.unresolved = append(res.unresolved, Unresolved{File: file, Line: st.line, Marker: st.marker,
 				Reason: fmt.Sprintf("policy %s reports no %s", st.marker.Policy, missing)})
 			continue
 		}
-		newValues[i] = ref.Value(st.marker.Kind)
+		newValues[i] = value
 		k := unitKey{doc: st.doc, policy: st.marker.Policy}
 		olds[k] = fillRef(olds[k], refParts(st.marker.Kind, st.value))
-		news[k] = fillRef(news[k], refParts(st.marker.Kind, newValues[i]))
+		newParts := refParts(st.marker.Kind, newValues[i])
+		if st.marker.Policy.Kind == SourceKind {
+			// Every value of a source moves to its one version.
+			newParts.Tag = ref.Tag
+		}
+		news[k] = fillRef(news[k], newParts)
 	}
 
 	// Ask the guard about every change first: a refusal holds for the whole
@@ -145,6 +152,22 @@ func (rw *rewriter) rewriteFile(file string, src []byte) fileResult {
 	return res
 }
 
+// value returns what marker m writes, its policy's reference being ref, or
+// names the part the policy does not report.
+func (rw *rewriter) value(ref Ref, m Marker) (value, missing string) {
+	if m.Kind == KindAssetURL || m.Kind == KindAssetSHA256 {
+		v, ok := rw.assets[AssetKey{Source: m.Policy, Kind: m.Kind, Asset: m.Asset}]
+		if !ok || v == "" {
+			return "", fmt.Sprintf("%s of asset %s", m.Kind, m.Asset)
+		}
+		return v, ""
+	}
+	if missing := missingPart(ref, m.Kind); missing != "" {
+		return "", missing
+	}
+	return ref.Value(m.Kind), ""
+}
+
 // missingPart names the part of ref that a marker of the given kind needs
 // but the policy does not report, or returns "".
 func missingPart(ref Ref, kind MarkerKind) string {
@@ -153,6 +176,8 @@ func missingPart(ref Ref, kind MarkerKind) string {
 		return "image name"
 	case ref.Tag == "" && (kind == KindImage || kind == KindTag):
 		return "tag"
+	case ref.Tag == "" && kind == KindVersion:
+		return "version"
 	case ref.Digest == "" && kind == KindDigest:
 		return "digest"
 	}
@@ -165,10 +190,13 @@ func refParts(kind MarkerKind, value string) Ref {
 	switch kind {
 	case KindName:
 		return Ref{Image: value}
-	case KindTag:
+	case KindTag, KindVersion:
 		return Ref{Tag: value}
 	case KindDigest:
 		return Ref{Digest: value}
+	case KindAssetURL, KindAssetSHA256:
+		// An asset's value carries no part of the version.
+		return Ref{}
 	default:
 		return ParseRef(value)
 	}

@@ -22,6 +22,10 @@ func FuzzParseMarker(f *testing.F) {
 		`# {"$imagepolicy": flux}`,
 		`# {"$imagepolicy": null}`,
 		`# just a comment`,
+		`# {"$uprev": "platform:kubernetes"}`,
+		`# {"$uprev": "platform:kubernetes:sha256:kubeadm"}`,
+		`# {"$uprev": "kubernetes:url:a.b_c-d"}`,
+		`# {"$uprev": "a:b", "$imagepolicy": "a:b"}`,
 	} {
 		f.Add(seed, "flux-system")
 	}
@@ -33,12 +37,18 @@ func FuzzParseMarker(f *testing.F) {
 			}
 			return
 		}
+		token := MarkerToken
 		switch m.Kind {
 		case KindImage, KindName, KindTag, KindDigest:
+		case KindVersion, KindAssetURL, KindAssetSHA256:
+			token = SourceMarkerToken
 		default:
 			t.Fatalf("unknown kind %q", m.Kind)
 		}
-		again, err := ParseMarker(`# {"$imagepolicy": "`+m.String()+`"}`, "")
+		if (token == SourceMarkerToken) != (m.Policy.Kind == SourceKind) {
+			t.Fatalf("marker %+v: kind %q with policy kind %q", m, m.Kind, m.Policy.Kind)
+		}
+		again, err := ParseMarker(`# {"`+token+`": "`+m.String()+`"}`, "")
 		if err != nil || again != m {
 			t.Fatalf("marker %+v formats as %q, which parses as %+v, %v", m, m.String(), again, err)
 		}

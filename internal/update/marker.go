@@ -1,15 +1,37 @@
 package update
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 )
 
-// MarkerToken is the key of a setter marker's JSON object; a file that does
-// not contain it is never parsed.
+// MarkerToken is the key of a setter marker's JSON object; a file that
+// contains neither it nor SourceMarkerToken is never parsed.
 const MarkerToken = "$imagepolicy"
+
+// SourceMarkerToken is the key of a ReleaseSource marker's JSON object:
+// {"$uprev": "<namespace>:<source>"} sets the selected version,
+// …:url:<asset> and …:sha256:<asset> an asset's URL and hash.
+const SourceMarkerToken = "$uprev"
+
+// MarkerTokens returns the tokens a file with a marker holds, one at least:
+// MarkerToken and SourceMarkerToken.
+func MarkerTokens() []string {
+	return []string{MarkerToken, SourceMarkerToken}
+}
+
+// mentionsMarker reports whether text mentions a marker token.
+func mentionsMarker(text []byte) bool {
+	for _, token := range MarkerTokens() {
+		if bytes.Contains(text, []byte(token)) {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrNoMarker is returned by ParseMarker for a comment that does not mention
 // MarkerToken at all, i.e. an ordinary comment.
@@ -34,19 +56,58 @@ const (
 	KindTag MarkerKind = "tag"
 	// KindDigest sets the digest alone, as sha256:<hex> (suffix :digest).
 	KindDigest MarkerKind = "digest"
+	// KindVersion sets a ReleaseSource's selected version
+	// ({"$uprev": "<namespace>:<source>"}).
+	KindVersion MarkerKind = "version"
+	// KindAssetURL sets the URL of a ReleaseSource's asset (suffix
+	// :url:<asset>).
+	KindAssetURL MarkerKind = "url"
+	// KindAssetSHA256 sets the hash of a ReleaseSource's asset, as
+	// sha256:<hex> (suffix :sha256:<asset>).
+	KindAssetSHA256 MarkerKind = "sha256"
 )
 
-// PolicyKey names an ImagePolicy.
+// SourceKind is the Kind of the PolicyKey of a ReleaseSource.
+const SourceKind = "ReleaseSource"
+
+// PolicyKey names an ImagePolicy, or a ReleaseSource.
 type PolicyKey struct {
 	// Namespace is the policy's namespace.
 	Namespace string
 	// Name is the policy's name.
 	Name string
+	// Kind is SourceKind for a ReleaseSource, empty for an ImagePolicy.
+	Kind string
 }
 
-// String returns the key as namespace/name.
+// String returns the key as namespace/name, and a ReleaseSource's as
+// ReleaseSource/namespace/name (ParsePolicyKey reads both).
 func (k PolicyKey) String() string {
+	if k.Kind != "" {
+		return k.Kind + "/" + k.Namespace + "/" + k.Name
+	}
 	return k.Namespace + "/" + k.Name
+}
+
+// ParsePolicyKey parses what PolicyKey.String returns.
+func ParsePolicyKey(s string) PolicyKey {
+	if rest, ok := strings.CutPrefix(s, SourceKind+"/"); ok {
+		ns, name, _ := strings.Cut(rest, "/")
+		return PolicyKey{Namespace: ns, Name: name, Kind: SourceKind}
+	}
+	ns, name, _ := strings.Cut(s, "/")
+	return PolicyKey{Namespace: ns, Name: name}
+}
+
+// AssetKey names one value of a ReleaseSource's asset: its URL
+// (KindAssetURL) or its hash (KindAssetSHA256).
+type AssetKey struct {
+	// Source is the ReleaseSource.
+	Source PolicyKey
+	// Kind is KindAssetURL or KindAssetSHA256.
+	Kind MarkerKind
+	// Asset is the asset's name.
+	Asset string
 }
 
 // Ref is a policy's latest reference, as reported in its status.latestRef.
@@ -79,6 +140,8 @@ func (r Ref) Value(kind MarkerKind) string {
 		return r.Tag
 	case KindDigest:
 		return r.Digest
+	case KindVersion:
+		return r.Tag
 	default:
 		return r.String()
 	}
@@ -101,16 +164,22 @@ func ParseRef(s string) Ref {
 
 // Marker is a parsed setter marker.
 type Marker struct {
-	// Policy is the ImagePolicy the marker follows.
+	// Policy is the ImagePolicy (or ReleaseSource) the marker follows.
 	Policy PolicyKey
 	// Kind is the part of the policy's reference the marker sets.
 	Kind MarkerKind
+	// Asset is the asset's name, for KindAssetURL and KindAssetSHA256.
+	Asset string
 }
 
-// String returns the marker's value in Flux's namespace:name[:suffix] form.
+// String returns the marker's value in Flux's namespace:name[:suffix] form,
+// or a ReleaseSource marker's namespace:name[:url|sha256:asset].
 func (m Marker) String() string {
 	s := m.Policy.Namespace + ":" + m.Policy.Name
-	if m.Kind != KindImage {
+	switch {
+	case m.Asset != "":
+		s += ":" + string(m.Kind) + ":" + m.Asset
+	case m.Kind != KindImage && m.Kind != KindVersion:
 		s += ":" + string(m.Kind)
 	}
 	return s
@@ -126,8 +195,13 @@ func (m Marker) String() string {
 //
 // A comment that does not contain MarkerToken returns ErrNoMarker; one that
 // does but is not a valid marker returns an error wrapping ErrInvalidMarker.
+//
+// A comment with SourceMarkerToken instead ({"$uprev": ...}) is a
+// ReleaseSource marker: namespace:name (or a bare name, as above) sets the
+// version, namespace:name:url:asset and namespace:name:sha256:asset an
+// asset's URL and hash.
 func ParseMarker(comment, defaultNamespace string) (Marker, error) {
-	if !strings.Contains(comment, MarkerToken) {
+	if !mentionsMarker([]byte(comment)) {
 		return Marker{}, ErrNoMarker
 	}
 	text := strings.TrimSpace(strings.TrimLeft(comment, "#"))
@@ -135,15 +209,76 @@ func ParseMarker(comment, defaultNamespace string) (Marker, error) {
 	if err := json.Unmarshal([]byte(text), &fields); err != nil {
 		return Marker{}, fmt.Errorf("%w: %s is not a JSON object: %v", ErrInvalidMarker, text, err)
 	}
-	raw, ok := fields[MarkerToken]
-	if !ok {
+	rawImage, image := fields[MarkerToken]
+	rawSource, source := fields[SourceMarkerToken]
+	token, raw := MarkerToken, rawImage
+	switch {
+	case image && source:
+		return Marker{}, fmt.Errorf("%w: %s has both %q and %q", ErrInvalidMarker, text, MarkerToken, SourceMarkerToken)
+	case source:
+		token, raw = SourceMarkerToken, rawSource
+	case !image:
 		return Marker{}, fmt.Errorf("%w: %s has no %q member", ErrInvalidMarker, text, MarkerToken)
 	}
 	var setter string
 	if err := json.Unmarshal(raw, &setter); err != nil {
-		return Marker{}, fmt.Errorf("%w: %q must be a string, got %s", ErrInvalidMarker, MarkerToken, raw)
+		return Marker{}, fmt.Errorf("%w: %q must be a string, got %s", ErrInvalidMarker, token, raw)
+	}
+	if source {
+		return parseSourceSetter(setter, defaultNamespace)
 	}
 	return parseSetter(setter, defaultNamespace)
+}
+
+// parseSourceSetter parses the namespace:name[:url|sha256:asset] string of
+// a ReleaseSource marker.
+func parseSourceSetter(setter, defaultNamespace string) (Marker, error) {
+	parts := strings.Split(setter, ":")
+	m := Marker{Kind: KindVersion}
+	switch len(parts) {
+	case 1, 2:
+		image, err := parseSetter(setter, defaultNamespace)
+		if err != nil {
+			return Marker{}, err
+		}
+		m.Policy = image.Policy
+	case 4:
+		image, err := parseSetter(parts[0]+":"+parts[1], defaultNamespace)
+		if err != nil {
+			return Marker{}, err
+		}
+		m.Policy = image.Policy
+		switch kind := MarkerKind(parts[2]); kind {
+		case KindAssetURL, KindAssetSHA256:
+			m.Kind = kind
+		default:
+			return Marker{}, fmt.Errorf("%w: %q has unknown suffix %q (want url or sha256)", ErrInvalidMarker, setter, parts[2])
+		}
+		if !isAssetName(parts[3]) {
+			return Marker{}, fmt.Errorf("%w: %q: asset name %q is not a valid asset name", ErrInvalidMarker, setter, parts[3])
+		}
+		m.Asset = parts[3]
+	default:
+		return Marker{}, fmt.Errorf("%w: %q is not namespace:source, namespace:source:url:<asset> or namespace:source:sha256:<asset>", ErrInvalidMarker, setter)
+	}
+	m.Policy.Kind = SourceKind
+	return m, nil
+}
+
+// isAssetName reports whether s is a valid name of a ReleaseSource asset:
+// letters, digits, '.', '_' and '-', starting with a letter or digit, at
+// most 63 characters.
+func isAssetName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || (r != '.' && r != '_' && r != '-')) {
+			return false
+		}
+	}
+	return true
 }
 
 // parseSetter parses the namespace:name[:suffix] string of a marker.

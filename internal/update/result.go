@@ -168,10 +168,11 @@ type PolicyUpdate struct {
 }
 
 // Versions returns the old and new version for display: the tags when they
-// differ, tag@digest when only the digest changed, else the image names.
+// differ, tag@digest when only the digest changed, else the image names
+// (a ReleaseSource's version, when only an asset's value changed).
 func (u PolicyUpdate) Versions() (oldVersion, newVersion string) {
 	switch {
-	case u.Old.Tag != u.New.Tag:
+	case u.Old.Tag != u.New.Tag, u.Policy.Kind == SourceKind:
 		return u.Old.Tag, u.New.Tag
 	case u.Old.Digest != u.New.Digest:
 		return withDigest(u.Old), withDigest(u.New)

@@ -23,7 +23,11 @@ var ErrPathEscapesRoot = errors.New("update path escapes the checkout root")
 type Options struct {
 	// Policies maps each policy the run may write to its latest reference.
 	// Markers of other policies are left alone and listed as Unresolved.
+	// A ReleaseSource's reference carries its version as Tag.
 	Policies map[PolicyKey]Ref
+	// Assets are the URLs and hashes of the assets of the ReleaseSources
+	// in Policies, which their :url: and :sha256: markers write.
+	Assets map[AssetKey]string
 	// DefaultNamespace is the namespace of markers that name a policy
 	// without one ({"$imagepolicy": "agent"}). When empty, such markers are
 	// reported as invalid (Flux ignores them silently). A value with one
@@ -34,7 +38,7 @@ type Options struct {
 	// DryRun computes the result without writing any file.
 	DryRun bool
 	// Only, when not nil, lists the files under dir, relative to it and
-	// slash-separated, that may hold MarkerToken, as an index of the
+	// slash-separated, that may hold a marker token (MarkerTokens), as an index of the
 	// checkout knows them (gitrepo.Session.FilesContaining): only those are
 	// read, in walk order, and no other. It must list every such file and
 	// leave out symbolic links; nil, the default, walks the whole tree.
@@ -43,7 +47,7 @@ type Options struct {
 
 // RewriteMarkers rewrites the marked values in the YAML files (.yaml, .yml,
 // and files named Kustomization) under dir, a directory given relative to
-// the checkout root. Only files containing MarkerToken are parsed, and only
+// the checkout root. Only files containing MarkerToken or SourceMarkerToken are parsed, and only
 // files in which a value changed are written, atomically (temporary file
 // and rename, mode kept). A symbolic link with such a name is followed to
 // the file it leads to only when that file is under dir too (Flux follows
@@ -79,7 +83,7 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 	}
 	defer tree.Close()
 
-	rw := &rewriter{policies: opts.Policies, defaultNamespace: opts.DefaultNamespace, guard: opts.Guard}
+	rw := &rewriter{policies: opts.Policies, assets: opts.Assets, defaultNamespace: opts.DefaultNamespace, guard: opts.Guard}
 	files := &treeFiles{tree: tree}
 	defer files.closeDir()
 	var res Result
@@ -116,7 +120,7 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 			res.FileErrors = append(res.FileErrors, &FileError{File: file, Err: fmt.Errorf("reading: %w", err)})
 			return nil
 		}
-		if !bytes.Contains(src, []byte(MarkerToken)) || !files.firstVisit(name) {
+		if !mentionsMarker(src) || !files.firstVisit(name) {
 			return nil
 		}
 		fr := rw.rewriteFile(file, src)

@@ -83,13 +83,13 @@ func (s *scanner) fail(n *yaml.Node, err error) {
 func (s *scanner) visit(n *yaml.Node, flow bool, inherited string) {
 	comment := n.LineComment
 	if inherited != "" {
-		if bytes.Contains([]byte(comment), []byte(MarkerToken)) {
+		if mentionsMarker([]byte(comment)) {
 			s.fail(n, fmt.Errorf("%w: two markers on one value", ErrInvalidMarker))
 			return
 		}
 		comment = inherited
 	}
-	marked := bytes.Contains([]byte(comment), []byte(MarkerToken))
+	marked := mentionsMarker([]byte(comment))
 	flow = flow || n.Style&yaml.FlowStyle != 0
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -119,7 +119,7 @@ func (s *scanner) visit(n *yaml.Node, flow bool, inherited string) {
 			// yaml.v3 attaches `key: # comment` to the key when the value
 			// starts on a later line.
 			keyComment = key.LineComment
-			if !bytes.Contains([]byte(keyComment), []byte(MarkerToken)) {
+			if !mentionsMarker([]byte(keyComment)) {
 				keyComment = ""
 			}
 		} else {

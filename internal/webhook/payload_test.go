@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -277,4 +278,23 @@ func FuzzParseRegistryPush(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestParseRelease(t *testing.T) {
+	g := NewWithT(t)
+	h := http.Header{}
+	h.Set("X-GitHub-Event", "release")
+	r, err := webhook.ParseRelease(h, []byte(`{"action":"published","repository":{"full_name":"acme/tool"}}`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*r).To(Equal(webhook.Release{Repository: "acme/tool", Action: "published"}))
+
+	_, err = webhook.ParseRelease(h, []byte(`{"action":"published"}`))
+	g.Expect(errors.Is(err, webhook.ErrMalformed)).To(BeTrue(), "%v", err)
+	_, err = webhook.ParseRelease(h, []byte(`<html>`))
+	g.Expect(errors.Is(err, webhook.ErrMalformed)).To(BeTrue(), "%v", err)
+
+	h.Set("X-GitHub-Event", "push")
+	r, err = webhook.ParseRelease(h, []byte(`{"repository":{"full_name":"acme/tool"}}`))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(r).To(BeNil())
 }

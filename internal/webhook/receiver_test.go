@@ -260,3 +260,48 @@ func TestGitPushTriggersSyncsAndAutomations(t *testing.T) {
 		g.Expect(cp.requestedAt(t, &uprevv1.Sync{}, ns, name)).To(BeEmpty(), name)
 	}
 }
+
+// A tag push triggers the ReleaseSources reading that repository's tags; a
+// branch push does not. A GitHub release event triggers those reading
+// that repository's releases.
+func TestTagPushAndReleaseTriggerReleaseSources(t *testing.T) {
+	g := NewWithT(t)
+	cp := startControlPlane(t)
+	ctx := context.Background()
+	ns := cp.newNamespace(t, token)
+	source := func(name string, spec uprevv1.ReleaseSourceSpec) {
+		spec.Interval = metav1.Duration{Duration: time.Hour}
+		spec.Policy = imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: "*"}}
+		g.Expect(cp.direct.Create(ctx, &uprevv1.ReleaseSource{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec})).To(Succeed())
+	}
+	source("tool-tags", uprevv1.ReleaseSourceSpec{GitTags: &uprevv1.GitTagsSource{URL: "https://git.example.com/acme/tool.git"}})
+	source("other-tags", uprevv1.ReleaseSourceSpec{GitTags: &uprevv1.GitTagsSource{URL: "https://git.example.com/acme/other.git"}})
+	source("tool-releases", uprevv1.ReleaseSourceSpec{GitHubReleases: &uprevv1.GitHubReleasesSource{Repository: "acme/tool"}})
+	g.Eventually(func(g Gomega) {
+		var list uprevv1.ReleaseSourceList
+		g.Expect(cp.cached.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(3))
+		g.Expect(cp.cached.Get(ctx, client.ObjectKey{Namespace: ns, Name: webhook.DefaultSecretName}, &corev1.Secret{})).To(Succeed())
+	}).Should(Succeed())
+	srv := httptest.NewServer(cp.newReceiver().Handler())
+	defer srv.Close()
+	send := func(event string, body []byte) []string {
+		code, resp := post(t, srv.Client(), srv.URL+"/hooks/git/"+ns, body, map[string]string{"X-GitHub-Event": event, "X-Hub-Signature-256": webhook.Sign([]byte(token), body)})
+		g.Expect(code).To(Equal(http.StatusAccepted), resp)
+		var triggered webhook.Triggered
+		g.Expect(json.Unmarshal([]byte(resp), &triggered)).To(Succeed())
+		return triggered.Objects
+	}
+	repo := `"repository":{"full_name":"acme/tool","clone_url":"https://git.example.com/acme/tool.git"}`
+
+	g.Expect(send("push", []byte(`{"ref":"refs/heads/main",`+repo+`}`))).To(BeEmpty())
+	g.Expect(cp.requestedAt(t, &uprevv1.ReleaseSource{}, ns, "tool-tags")).To(BeEmpty())
+
+	g.Expect(send("push", []byte(`{"ref":"refs/tags/v1.2.0",`+repo+`}`))).To(ConsistOf("ReleaseSource/" + ns + "/tool-tags"))
+	g.Expect(cp.requestedAt(t, &uprevv1.ReleaseSource{}, ns, "tool-tags")).NotTo(BeEmpty())
+	g.Expect(cp.requestedAt(t, &uprevv1.ReleaseSource{}, ns, "other-tags")).To(BeEmpty())
+
+	g.Expect(send("release", []byte(`{"action":"published","release":{"tag_name":"v1.2.0","draft":false},`+repo+`}`))).To(
+		ConsistOf("ReleaseSource/" + ns + "/tool-releases"))
+	g.Expect(cp.requestedAt(t, &uprevv1.ReleaseSource{}, ns, "tool-releases")).NotTo(BeEmpty())
+}

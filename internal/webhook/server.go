@@ -184,6 +184,11 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		triggered, err = r.triggerImagePushes(req.Context(), namespace, req.Header, body)
 	case KindGit:
 		triggered, err = r.triggerGitPush(req.Context(), namespace, req.Header, body)
+		if err == nil {
+			var sources []string
+			sources, err = r.triggerReleaseSources(req.Context(), namespace, req.Header, body)
+			triggered = append(triggered, sources...)
+		}
 	}
 	if errors.Is(err, ErrMalformed) {
 		log.V(1).Info("Rejected malformed notification", "reason", err.Error())
@@ -296,6 +301,42 @@ func (r *Receiver) triggerGitPush(ctx context.Context, namespace string, h http.
 			}
 			triggered = append(triggered, "UpdateAutomation/"+namespace+"/"+a.Name)
 		}
+	}
+	return triggered, nil
+}
+
+// triggerReleaseSources requests a scan of every ReleaseSource in
+// namespace that a Git notification concerns: a pushed tag (or a push
+// naming no ref) of the repository its gitTags reads, a release event of
+// the repository its githubReleases reads.
+func (r *Receiver) triggerReleaseSources(ctx context.Context, namespace string, h http.Header, body []byte) ([]string, error) {
+	push, err := ParseGitPush(h, body)
+	if err != nil {
+		return nil, err
+	}
+	if push != nil && push.Ref != "" && !strings.HasPrefix(push.Ref, "refs/tags/") {
+		push = nil
+	}
+	release, err := ParseRelease(h, body)
+	if err != nil || (push == nil && release == nil) {
+		return nil, err
+	}
+	var list uprevv1.ReleaseSourceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing release sources: %w", err)
+	}
+	var triggered []string
+	for i := range list.Items {
+		rs := &list.Items[i]
+		tags := push != nil && rs.Spec.GitTags != nil && push.Matches(rs.Spec.GitTags.URL)
+		released := release != nil && rs.Spec.GitHubReleases != nil && strings.EqualFold(rs.Spec.GitHubReleases.Repository, release.Repository)
+		if !tags && !released {
+			continue
+		}
+		if err := r.requestReconcile(ctx, rs); err != nil {
+			return triggered, err
+		}
+		triggered = append(triggered, "ReleaseSource/"+namespace+"/"+rs.Name)
 	}
 	return triggered, nil
 }

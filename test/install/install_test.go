@@ -105,6 +105,7 @@ func TestInstallDefault(t *testing.T) {
 			"updateautomations.uprev.dev",
 			"syncs.uprev.dev",
 			"releasegates.uprev.dev",
+			"releasesources.uprev.dev",
 		))
 	})
 

@@ -1,0 +1,395 @@
+package controllers
+
+// +kubebuilder:rbac:groups=uprev.dev,resources=releasesources,verbs=get;list;watch
+// +kubebuilder:rbac:groups=uprev.dev,resources=releasesources/status,verbs=get;update;patch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/predicates"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/policy"
+	"github.com/uprev-dev/uprev/internal/source"
+)
+
+// ReleaseSourceReconciler scans ReleaseSources and selects their latest
+// version.
+type ReleaseSourceReconciler struct {
+	reconciler
+	// Sources reads Helm repositories, release APIs and feeds, with the
+	// manager's denied addresses and the conditional requests of earlier
+	// scans.
+	Sources *source.Client
+	// Clock tells the time of scans; the wall clock when nil.
+	Clock clock.PassiveClock
+}
+
+// SetupWithManager registers the reconciler; opts sets its concurrency.
+func (r *ReleaseSourceReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.Client = mgr.GetClient()
+	r.Events = mgr.GetEventRecorder("uprev-release-source")
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&uprevv1.ReleaseSource{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// Reconcile scans one ReleaseSource when it is due.
+func (r *ReleaseSourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	rs := &uprevv1.ReleaseSource{}
+	if err := r.Get(ctx, req.NamespacedName, rs); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.Sources.Forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := statusFields{&rs.Status.ObservedGeneration, &rs.Status.ReconcileRequestStatus}
+	return r.run(ctx, rs, st, rs.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
+		return r.reconcile(ctx, rs, progress)
+	})
+}
+
+// reconcile scans the source when due, selects a version and records it.
+// On any failure the last good status.latest stays.
+func (r *ReleaseSourceReconciler) reconcile(ctx context.Context, rs *uprevv1.ReleaseSource, progress progressFunc) outcome {
+	if err := checkReleaseSource(rs); err != nil {
+		return outcome{err: err}
+	}
+	interval := rs.Spec.Interval.Duration
+	now := r.Clock.Now()
+	if wait := sourceScanDueIn(rs, now); wait > 0 {
+		return outcome{message: sourceMessage(rs), requeueAfter: wait}
+	}
+	progress(ctx, "scanning %s", describeSource(rs))
+	access, err := r.sourceAccess(ctx, rs)
+	if err != nil {
+		return outcome{err: err}
+	}
+	listing, err := r.scan(ctx, rs, access)
+	if err != nil {
+		return outcome{err: err, requeueAfter: interval}
+	}
+	names := listing.Names()
+	rs.Status.LastScan = &uprevv1.SourceScan{
+		Time:           metav1.NewTime(now),
+		VersionCount:   len(names),
+		Revision:       tagsRevision(names),
+		LatestVersions: latestTags(names),
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Scanned release source", "versions", len(names), "notModified", listing.NotModified)
+
+	selected, err := source.Select(rs.Spec.Policy, rs.Spec.FilterTags, listing.Versions)
+	switch {
+	case errors.Is(err, policy.ErrInvalidPolicy):
+		return outcome{err: stalled(uprevv1.InvalidPolicyReason, err)}
+	case err != nil:
+		return outcome{err: degraded(uprevv1.NoMatchingVersionReason,
+			fmt.Errorf("selecting from %d versions of %s: %w", len(names), describeSource(rs), err)), requeueAfter: interval}
+	}
+	latest := &uprevv1.SourceVersion{Version: selected.Version, URL: selected.URL, Digest: selected.Digest}
+	if latest.Assets, err = r.pinAssets(ctx, rs, access, selected.Version, progress); err != nil {
+		return outcome{err: err, requeueAfter: interval}
+	}
+	r.recordLatest(rs, latest)
+	return outcome{message: sourceMessage(rs), requeueAfter: interval}
+}
+
+// pinAssets returns the pinned assets of version: those of status.latest
+// when it is the same version with the same asset URLs (each version is
+// downloaded once), else downloaded and hashed now. A version whose assets
+// cannot be pinned is refused, the last selection kept.
+func (r *ReleaseSourceReconciler) pinAssets(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access, version string, progress progressFunc) ([]uprevv1.PinnedAsset, error) {
+	if len(rs.Spec.Assets) == 0 {
+		return nil, nil
+	}
+	specs := make([]source.AssetSpec, len(rs.Spec.Assets))
+	for i, a := range rs.Spec.Assets {
+		specs[i] = source.AssetSpec{Name: a.Name, URL: a.URL}
+		if a.Checksum != nil {
+			specs[i].ChecksumURL = a.Checksum.URL
+		}
+	}
+	if prev := rs.Status.Latest; prev != nil && prev.Version == version && assetsPinnedFor(prev.Assets, specs, version) {
+		return prev.Assets, nil
+	}
+	progress(ctx, "pinning %d assets of version %s", len(specs), version)
+	assets, err := r.Sources.PinAssets(ctx, access, sourceURL(rs), version, specs)
+	if err != nil {
+		return nil, assetError(version, rs.Status.Latest, err)
+	}
+	pinned := make([]uprevv1.PinnedAsset, len(assets))
+	for i, a := range assets {
+		pinned[i] = uprevv1.PinnedAsset{Name: a.Name, URL: a.URL, SHA256: a.SHA256}
+	}
+	ctrl.LoggerFrom(ctx).Info("Pinned assets", "version", version, "assets", len(pinned))
+	return pinned, nil
+}
+
+// assetsPinnedFor tells whether pinned holds exactly the assets specs
+// name for version, at the URLs they give.
+func assetsPinnedFor(pinned []uprevv1.PinnedAsset, specs []source.AssetSpec, version string) bool {
+	if len(pinned) != len(specs) {
+		return false
+	}
+	for i, spec := range specs {
+		u, err := source.AssetURL(spec.URL, version)
+		if err != nil || pinned[i].Name != spec.Name || pinned[i].URL != u {
+			return false
+		}
+	}
+	return true
+}
+
+// assetError is the error of a version whose assets could not be pinned:
+// it names the version refused and the one kept.
+func assetError(version string, kept *uprevv1.SourceVersion, err error) error {
+	keeping := "no version selected yet"
+	if kept != nil {
+		keeping = "keeping " + kept.Version
+	}
+	err = fmt.Errorf("version %s refused (%s): %w", version, keeping, err)
+	switch {
+	case errors.Is(err, source.ErrChecksumMismatch):
+		return degraded(uprevv1.ChecksumMismatchReason, err)
+	case errors.Is(err, source.ErrInvalidResponse):
+		return degraded(uprevv1.AssetRefusedReason, err)
+	default:
+		return sourceError(err)
+	}
+}
+
+// sourceURL is the URL of a ReleaseSource's server, whose host its
+// credentials belong to.
+func sourceURL(rs *uprevv1.ReleaseSource) string {
+	spec := rs.Spec
+	switch {
+	case spec.HelmRepository != nil:
+		return spec.HelmRepository.URL
+	case spec.GitHubReleases != nil && spec.GitHubReleases.URL != "":
+		return spec.GitHubReleases.URL
+	case spec.GitHubReleases != nil:
+		return source.DefaultGitHubAPI
+	case spec.GitTags != nil:
+		return spec.GitTags.URL
+	case spec.HTTPJSON != nil:
+		return spec.HTTPJSON.URL
+	default:
+		return ""
+	}
+}
+
+// checkReleaseSource refuses a spec that cannot work as written, before
+// anything is read: no interval, a policy or filter that does not compile,
+// a JSONPath that does not parse.
+func checkReleaseSource(rs *uprevv1.ReleaseSource) error {
+	if rs.Spec.Interval.Duration <= 0 {
+		return stalledf(uprevv1.InvalidSpecReason, "spec.interval must be set")
+	}
+	if _, err := policy.NewSelector(rs.Spec.Policy); err != nil {
+		return stalled(uprevv1.InvalidPolicyReason, fmt.Errorf("spec.policy: %w", err))
+	}
+	if _, err := policy.NewFilter(rs.Spec.FilterTags); err != nil {
+		return stalled(uprevv1.InvalidPolicyReason, fmt.Errorf("spec.filterTags: %w", err))
+	}
+	for i, a := range rs.Spec.Assets {
+		for field, tmpl := range map[string]string{"url": a.URL, "checksum.url": checksumURL(a)} {
+			if tmpl == "" {
+				continue
+			}
+			if _, err := source.AssetURL(tmpl, "0.0.0"); err != nil {
+				return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.assets[%d].%s: %w", i, field, err))
+			}
+		}
+	}
+	if j := rs.Spec.HTTPJSON; j != nil {
+		if _, err := source.ParseJSONPath(j.Versions); err != nil {
+			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.httpJSON.versions: %w", err))
+		}
+	}
+	return nil
+}
+
+// checksumURL is the checksum file URL template of a, or "".
+func checksumURL(a uprevv1.AssetSpec) string {
+	if a.Checksum == nil {
+		return ""
+	}
+	return a.Checksum.URL
+}
+
+// sourceScanDueIn returns how long until rs is due for a scan; 0 means
+// now. A scan is due when none succeeded yet, the spec changed, a
+// reconcile was requested, the source is not Ready, or the interval
+// passed.
+func sourceScanDueIn(rs *uprevv1.ReleaseSource, now time.Time) time.Duration {
+	last := rs.Status.LastScan
+	if last == nil || rs.Status.ObservedGeneration != rs.Generation || !conditions.IsReady(rs) {
+		return 0
+	}
+	if token, ok := meta.ReconcileAnnotationValue(rs.GetAnnotations()); ok && token != rs.Status.GetLastHandledReconcileRequest() {
+		return 0
+	}
+	return max(0, last.Time.Add(rs.Spec.Interval.Duration).Sub(now))
+}
+
+// scan lists the versions of the source the spec names.
+func (r *ReleaseSourceReconciler) scan(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access) (source.Listing, error) {
+	key := client.ObjectKeyFromObject(rs).String()
+	spec := rs.Spec
+	var listing source.Listing
+	var err error
+	switch {
+	case spec.HelmRepository != nil:
+		listing, err = r.Sources.ListHelmChart(ctx, key, access, spec.HelmRepository.URL, spec.HelmRepository.Chart)
+	case spec.GitHubReleases != nil:
+		listing, err = r.Sources.ListGitHubReleases(ctx, key, access, spec.GitHubReleases.URL, spec.GitHubReleases.Repository)
+	case spec.HTTPJSON != nil:
+		listing, err = r.Sources.ListJSON(ctx, key, access, spec.HTTPJSON.URL, spec.HTTPJSON.Versions)
+	case spec.GitTags != nil:
+		return r.scanGitTags(ctx, rs, access)
+	default:
+		return source.Listing{}, stalledf(uprevv1.InvalidSpecReason, "one of spec.helmRepository, spec.githubReleases, spec.gitTags and spec.httpJSON must be set")
+	}
+	if err != nil {
+		return source.Listing{}, sourceError(err)
+	}
+	return listing, nil
+}
+
+// scanGitTags lists the tags of spec.gitTags.url with the Secret's
+// credentials and the certificate Secret's ca.crt.
+func (r *ReleaseSourceReconciler) scanGitTags(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access) (source.Listing, error) {
+	data := maps.Clone(access.Secret)
+	if ca := access.CertSecret[gitrepo.SecretCACert]; len(ca) > 0 {
+		if data == nil {
+			data = map[string][]byte{}
+		}
+		data[gitrepo.SecretCACert] = ca
+	}
+	remote, err := gitrepo.NewRemote(rs.Spec.GitTags.URL, data)
+	if err != nil {
+		if errors.Is(err, gitrepo.ErrInvalidSecret) {
+			return source.Listing{}, transient(uprevv1.AuthenticationFailedReason, err)
+		}
+		return source.Listing{}, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.gitTags.url: %w", err))
+	}
+	remote.Timeout = access.Timeout
+	listing, err := source.ListGitTags(ctx, remote)
+	switch {
+	case errors.Is(err, netguard.ErrDenied):
+		return source.Listing{}, stalled(uprevv1.InvalidSpecReason, err)
+	case err != nil:
+		return source.Listing{}, gitError(err)
+	}
+	return listing, nil
+}
+
+// sourceAccess reads the Secrets a ReleaseSource references. A missing
+// Secret is retried with backoff, as it may be created after the source.
+func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.ReleaseSource) (source.Access, error) {
+	access := source.Access{}
+	if t := rs.Spec.Timeout; t != nil {
+		access.Timeout = t.Duration
+	}
+	var err error
+	if ref := rs.Spec.SecretRef; ref != nil {
+		if access.Secret, err = secretData(ctx, r.Client, rs.Namespace, ref.Name); err != nil {
+			return access, err
+		}
+	}
+	if ref := rs.Spec.CertSecretRef; ref != nil {
+		if access.CertSecret, err = secretData(ctx, r.Client, rs.Namespace, ref.Name); err != nil {
+			return access, err
+		}
+	}
+	return access, nil
+}
+
+// sourceError sorts an error of internal/source into Stalled, retried or
+// degraded, with a condition reason. An answer that is not the source's
+// format is not retried before the interval: the next scan may find it
+// fixed.
+func sourceError(err error) error {
+	var limited *source.RateLimitError
+	switch {
+	case errors.As(err, &limited):
+		return transientAfter(uprevv1.RateLimitedReason, err, limited.RetryAfter)
+	case errors.Is(err, source.ErrInvalidConfig), errors.Is(err, netguard.ErrDenied):
+		return stalled(uprevv1.InvalidSpecReason, err)
+	case errors.Is(err, source.ErrUnauthorized):
+		return transient(uprevv1.AuthenticationFailedReason, err)
+	case errors.Is(err, source.ErrInvalidResponse):
+		return degraded(uprevv1.SourceInvalidReason, err)
+	case errors.Is(err, source.ErrNotListed):
+		return degraded(uprevv1.NoMatchingVersionReason, err)
+	default:
+		return transient(uprevv1.SourceUnreachableReason, err)
+	}
+}
+
+// recordLatest sets status.latest, keeping the previous one and recording
+// an event when it changed.
+func (r *ReleaseSourceReconciler) recordLatest(rs *uprevv1.ReleaseSource, latest *uprevv1.SourceVersion) {
+	prev := rs.Status.Latest
+	if equality.Semantic.DeepEqual(prev, latest) {
+		return
+	}
+	if prev != nil {
+		rs.Status.ObservedPrevious = prev.DeepCopy()
+		r.Events.Eventf(rs, nil, corev1.EventTypeNormal, "LatestVersionChanged", "Select",
+			"Latest version of %s updated from %s to %s", describeSource(rs), prev.Version, latest.Version)
+	}
+	rs.Status.Latest = latest
+}
+
+// describeSource names what a ReleaseSource reads, for messages; it holds
+// no credentials (URLs are redacted).
+func describeSource(rs *uprevv1.ReleaseSource) string {
+	spec := rs.Spec
+	switch {
+	case spec.HelmRepository != nil:
+		return fmt.Sprintf("chart %s of %s", spec.HelmRepository.Chart, source.RedactURL(spec.HelmRepository.URL))
+	case spec.GitHubReleases != nil:
+		api := spec.GitHubReleases.URL
+		if api == "" {
+			api = source.DefaultGitHubAPI
+		}
+		return fmt.Sprintf("releases of %s at %s", spec.GitHubReleases.Repository, source.RedactURL(api))
+	case spec.GitTags != nil:
+		return "tags of " + source.RedactURL(spec.GitTags.URL)
+	case spec.HTTPJSON != nil:
+		return source.RedactURL(spec.HTTPJSON.URL)
+	default:
+		return "the source"
+	}
+}
+
+// sourceMessage is the Ready message of a scanned source.
+func sourceMessage(rs *uprevv1.ReleaseSource) string {
+	if rs.Status.Latest == nil || rs.Status.LastScan == nil {
+		return "no scan yet"
+	}
+	return fmt.Sprintf("Latest version of %s resolved to %s (%d versions)", describeSource(rs), rs.Status.Latest.Version, rs.Status.LastScan.VersionCount)
+}
