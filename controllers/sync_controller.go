@@ -443,6 +443,7 @@ func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
 		}
 	}
 	ts.Healthy = res.result.Health == apply.HealthHealthy
+	ts.HealthySince = healthySince(ts.HealthySince, ts.LastAppliedRevision, run.revision, ts.Healthy && res.err == nil, r.Clock.Now())
 	if res.err != nil {
 		ts.Healthy = false
 		ts.Message = res.err.Error()
@@ -461,6 +462,23 @@ func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
 	if res.result.Changed() {
 		r.Events.Eventf(s, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s to %s: %s",
 			run.revision, res.target.Name, changeSummary(res.result))
+	}
+}
+
+// healthySince is when a target has been healthy since, after a run that
+// applied revision to it, where it had applied previous before: the time
+// it had when it stays healthy on the same revision, now when it just
+// became healthy or is healthy on a new revision, and nil when it is not
+// healthy.
+func healthySince(since *metav1.Time, previous, revision string, healthy bool, now time.Time) *metav1.Time {
+	switch {
+	case !healthy:
+		return nil
+	case since != nil && previous == revision:
+		return since
+	default:
+		t := metav1.NewTime(now)
+		return &t
 	}
 }
 

@@ -723,6 +723,10 @@ func (in *TargetStatus) DeepCopyInto(out *TargetStatus) {
 		in, out := &in.LastAppliedTime, &out.LastAppliedTime
 		*out = (*in).DeepCopy()
 	}
+	if in.HealthySince != nil {
+		in, out := &in.HealthySince, &out.HealthySince
+		*out = (*in).DeepCopy()
+	}
 	if in.Inventory != nil {
 		in, out := &in.Inventory, &out.Inventory
 		*out = make([]InventoryEntry, len(*in))
