@@ -45,7 +45,7 @@ func BenchmarkSelectAgeGateHoldsNewest1000(b *testing.B) {
 	seenTags, _ := benchTags()
 	gates := []gate.Gate{{Name: "prod", MinReleaseAge: 72 * time.Hour}}
 	for b.Loop() {
-		sel, err := gate.Select(semver(">=0.0.0"), nil, seenTags, gates, now)
+		sel, err := gate.Select(semver(">=0.0.0"), nil, image, seenTags, gates, now)
 		if err != nil || sel.Tag != "89.99.0" || len(sel.Waiting) != gate.MaxWaiting {
 			b.Fatalf("selected %q with %d waiting: %v", sel.Tag, len(sel.Waiting), err)
 		}
