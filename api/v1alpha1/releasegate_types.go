@@ -71,6 +71,7 @@ type Promotion struct {
 	// namespace cannot be named.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 	// +required
 	Sync string `json:"sync"`
 	// Targets are the names of the Sync's targets that must run the
