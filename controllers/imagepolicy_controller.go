@@ -145,7 +145,11 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 		return outcome{err: err}
 	}
 	if sel.Tag == "" {
-		return gatedOutcome(outcome{}, sel, r.Clock.Now())
+		var o outcome
+		if ref := pol.Status.LatestRef; ref != nil {
+			o.message = fmt.Sprintf("Latest image tag for %s stays %s: no version passes the release gates now", ref.Name, ref.Tag)
+		}
+		return gatedOutcome(o, sel, r.Clock.Now())
 	}
 	tag := sel.Tag
 

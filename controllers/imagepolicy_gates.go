@@ -187,7 +187,9 @@ func promotionTargets(s *uprevv1.Sync, names []string) ([]gate.Target, error) {
 // gatedOutcome completes the outcome of a selection that gates took part
 // in: a Ready message naming what waits and until when, and a requeue
 // when the first waiting version becomes eligible. When every version is
-// held back the policy keeps its latestRef and is not Ready.
+// held back the policy keeps its latestRef: Ready with o's message saying
+// so when it has one (a promotion soaking in the earlier stage is the
+// usual case), not Ready when it has none (o has no message).
 func gatedOutcome(o outcome, sel gate.Selection, now time.Time) outcome {
 	if !sel.NextEligibleAt.IsZero() {
 		next := max(sel.NextEligibleAt.Sub(now), time.Second)
@@ -203,7 +205,7 @@ func gatedOutcome(o outcome, sel gate.Selection, now time.Time) outcome {
 	if more := len(sel.Waiting) - 1; more > 0 {
 		waits += fmt.Sprintf(", and %d more newer version(s) wait", more)
 	}
-	if sel.Tag == "" {
+	if sel.Tag == "" && o.message == "" {
 		o.err = degraded(uprevv1.ReleaseGatedReason, fmt.Errorf("no version passes the release gates yet: %s", waits))
 		return o
 	}

@@ -266,8 +266,8 @@ func TestPromotionStopsWhileStagingIsUnhealthyAndFallsBackToAnOlderEligibleVersi
 		c, tag := policyState(g, pol)
 		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
 		g.Expect(tag).To(Equal("1.5.0"), "the latestRef stays")
-		g.Expect(c.Reason).To(Equal(uprevv1.ReleaseGatedReason))
-		g.Expect(c.Message).To(ContainSubstring("1.5.1 waits for promotion: eu-staging runs 1.5.1 but is not healthy (ReleaseGate prod)"))
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(ContainSubstring("stays 1.5.0: no version passes the release gates now; 1.5.1 waits for promotion: eu-staging runs 1.5.1 but is not healthy (ReleaseGate prod)"))
 	}).Should(Succeed())
 
 	// Healthy again, the hour counts anew.
@@ -352,8 +352,8 @@ func TestPromotionBadInputIsAClearConditionAndHoldsThePolicy(t *testing.T) {
 	update(func(rg *uprevv1.ReleaseGate) { rg.Spec.Promotion.HealthyFor = "1h" })
 	g.Eventually(func(g Gomega) {
 		c, tag := policyState(g, pol)
-		g.Expect(c.Reason).To(Equal(uprevv1.ReleaseGatedReason))
-		g.Expect(c.Message).To(ContainSubstring("1.0.0 waits for promotion: us-staging of Sync staging has applied nothing healthy yet"))
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Message).To(ContainSubstring("stays 1.0.0: no version passes the release gates now; 1.0.0 waits for promotion: us-staging of Sync staging has applied nothing healthy yet"))
 		g.Expect(tag).To(Equal("1.0.0"))
 	}).Should(Succeed())
 
