@@ -28,6 +28,7 @@ var kinds = map[string]func() runtime.Object{
 	"ImagePolicy":      func() runtime.Object { return &imagev1.ImagePolicy{} },
 	"UpdateAutomation": func() runtime.Object { return &uprevv1.UpdateAutomation{} },
 	"Sync":             func() runtime.Object { return &uprevv1.Sync{} },
+	"ReleaseGate":      func() runtime.Object { return &uprevv1.ReleaseGate{} },
 }
 
 // TestExamplesDecodeStrictly reads every YAML document of the examples that
