@@ -346,7 +346,10 @@ func TestPromotionBadInputIsAClearConditionAndHoldsThePolicy(t *testing.T) {
 	// A target it does not have.
 	expect(uprevv1.PromotionTargetNotFoundReason, `spec.promotion.targets: Sync staging has no target "eu-staging"`, false)
 	// A duration that does not fit in one.
-	update(func(rg *uprevv1.ReleaseGate) { rg.Spec.Promotion.Targets = nil; rg.Spec.Promotion.HealthyFor = "100000000000h" })
+	update(func(rg *uprevv1.ReleaseGate) {
+		rg.Spec.Promotion.Targets = nil
+		rg.Spec.Promotion.HealthyFor = "100000000000h"
+	})
 	expect(uprevv1.InvalidDurationReason, `spec.promotion.healthyFor "100000000000h" is not a duration`, true)
 	// Fixed: us-staging has applied nothing yet, so the policy waits.
 	update(func(rg *uprevv1.ReleaseGate) { rg.Spec.Promotion.HealthyFor = "1h" })

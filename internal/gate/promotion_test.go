@@ -58,7 +58,7 @@ func TestSelectPromotion(t *testing.T) {
 			waiting: []string{"1.5.1", "1.5.0", "1.4.2", "1.3.0"}, reason: "eu-staging runs no version of ghcr.io/acme/agent"},
 		{name: "promotion and age together: a promoted version still waits for its age",
 			gates: []gate.Gate{promotion(0, runs("eu-staging", time.Hour, "1.5.1", "1.4.2")), {Name: "age", MinReleaseAge: 3 * day}},
-			want: "1.4.2", waiting: []string{"1.5.1", "1.5.0"}, reason: "first seen", next: now.Add(3*day - time.Hour)},
+			want:  "1.4.2", waiting: []string{"1.5.1", "1.5.0"}, reason: "first seen", next: now.Add(3*day - time.Hour)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
