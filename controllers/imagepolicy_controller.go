@@ -79,6 +79,9 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		}); err != nil {
 		return fmt.Errorf("indexing image policies: %w", err)
 	}
+	if err := indexPromotionSyncs(ctx, mgr); err != nil {
+		return err
+	}
 	// Labels decide which ReleaseGates select a policy: a change selects again.
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&imagev1.ImagePolicy{}, builder.WithPredicates(
@@ -88,6 +91,8 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			builder.WithPredicates(scanChangedPredicate{})).
 		Watches(&uprevv1.ReleaseGate{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfGate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&uprevv1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfSync),
+			builder.WithPredicates(promotionChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -143,13 +148,20 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 		return outcome{err: err}
 	}
 	if sel.Tag == "" {
-		return gatedOutcome(outcome{}, sel, r.Clock.Now())
+		var o outcome
+		if ref := pol.Status.LatestRef; ref != nil {
+			o.message = fmt.Sprintf("Latest image tag for %s stays %s: no version passes the release gates now", ref.Name, ref.Tag)
+		}
+		return gatedOutcome(o, sel, r.Clock.Now())
 	}
 	tag := sel.Tag
 
 	latest := &imagev1.ImageRef{Name: repo.Spec.Image, Tag: tag}
 	if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {
 		return outcome{err: err}
+	}
+	if hold, held := sel.DigestHold(latest.Digest); held {
+		return outcome{err: degraded(uprevv1.ReleaseGatedReason, fmt.Errorf("%s; latestRef stays as it was", waitText(tag, hold)))}
 	}
 	r.recordLatest(pol, latest)
 

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,7 +46,7 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 			return gate.Selection{}, storedTagsError(repo, readErr)
 		}
 		count = len(tags)
-		sel, err = gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, tags, gates, r.Clock.Now())
+		sel, err = gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, repo.Spec.Image, tags, gates, r.Clock.Now())
 	}
 	switch {
 	case errors.Is(err, policy.ErrInvalidPolicy):
@@ -63,7 +65,8 @@ func storedTagsError(repo *imagev1.ImageRepository, err error) error {
 
 // gatesOf returns the gates of the ReleaseGates that select pol. A gate
 // whose selector does not parse selects nothing (it is Stalled itself); a
-// gate that selects pol but whose spec is invalid fails the selection, so
+// gate that selects pol but cannot be evaluated (an invalid spec, a
+// promotion Sync or target that does not exist) fails the selection, so
 // that no version passes a gate that cannot be evaluated.
 func (r *ImagePolicyReconciler) gatesOf(ctx context.Context, pol *imagev1.ImagePolicy) ([]gate.Gate, error) {
 	var list uprevv1.ReleaseGateList
@@ -76,9 +79,15 @@ func (r *ImagePolicyReconciler) gatesOf(ctx context.Context, pol *imagev1.ImageP
 		if !gateSelects(rg, pol) {
 			continue
 		}
-		g, err := gateOf(rg)
-		if err != nil {
-			return nil, degraded(uprevv1.GateInvalidReason, fmt.Errorf("ReleaseGate %s: %w", rg.Name, err))
+		g, err := gateOf(ctx, r.Client, rg)
+		var stall *stalledError
+		var degrade *degradedError
+		switch {
+		case errors.As(err, &stall) || errors.As(err, &degrade):
+			// The gate's own reason is not the policy's: %v, not %w.
+			return nil, degraded(uprevv1.GateInvalidReason, fmt.Errorf("ReleaseGate %s: %v", rg.Name, err))
+		case err != nil:
+			return nil, fmt.Errorf("ReleaseGate %s: %w", rg.Name, err)
 		}
 		gates = append(gates, g)
 	}
@@ -93,23 +102,94 @@ func gateSelects(rg *uprevv1.ReleaseGate, pol client.Object) bool {
 	return err == nil && sel.Matches(labels.Set(pol.GetLabels()))
 }
 
-// gateOf reads the gate a ReleaseGate sets; the error names the field.
-func gateOf(rg *uprevv1.ReleaseGate) (gate.Gate, error) {
+// gateOf reads the gate a ReleaseGate sets, with what the targets of its
+// promotion's Sync report. A spec that cannot be read is a stalled error
+// naming the field; a promotion Sync or target that does not exist, or a
+// Sync whose targets never report healthy, is a degraded one (a change of
+// the Sync can fix it); reading the Sync may fail transiently.
+func gateOf(ctx context.Context, c client.Reader, rg *uprevv1.ReleaseGate) (gate.Gate, error) {
 	g := gate.Gate{Name: rg.Name}
-	if rg.Spec.MinReleaseAge != "" {
-		d, err := time.ParseDuration(rg.Spec.MinReleaseAge)
-		if err != nil || d < 0 {
-			return g, fmt.Errorf("spec.minReleaseAge %q is not a duration of 0 or more, such as 72h", rg.Spec.MinReleaseAge)
-		}
-		g.MinReleaseAge = d
+	var err error
+	if g.MinReleaseAge, err = specDuration("spec.minReleaseAge", rg.Spec.MinReleaseAge, "72h"); err != nil {
+		return g, err
 	}
+	p := rg.Spec.Promotion
+	if p == nil {
+		return g, nil
+	}
+	healthyFor, err := specDuration("spec.promotion.healthyFor", p.HealthyFor, "24h")
+	if err != nil {
+		return g, err
+	}
+	s := &uprevv1.Sync{}
+	// By name in the gate's own namespace: another namespace's Sync cannot be named.
+	if err := c.Get(ctx, client.ObjectKey{Namespace: rg.Namespace, Name: p.Sync}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return g, degraded(uprevv1.PromotionSyncNotFoundReason, fmt.Errorf("spec.promotion.sync: Sync %s/%s not found", rg.Namespace, p.Sync))
+		}
+		return g, fmt.Errorf("reading Sync %s/%s: %w", rg.Namespace, p.Sync, err)
+	}
+	targets, err := promotionTargets(s, p.Targets)
+	if err != nil {
+		return g, err
+	}
+	g.Promotion = &gate.PromotionGate{Sync: s.Name, Targets: targets, HealthyFor: healthyFor}
 	return g, nil
+}
+
+// specDuration parses the duration field of a ReleaseGate's spec; empty is
+// 0. The error is stalled and names the field, with example as a valid
+// value.
+func specDuration(field, value, example string) (time.Duration, error) {
+	if value == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(value)
+	if err != nil || d < 0 {
+		return 0, stalledf(uprevv1.InvalidDurationReason, "%s %q is not a duration of 0 or more, such as %s", field, value, example)
+	}
+	return d, nil
+}
+
+// promotionTargets returns what the named targets of s report (all of
+// them when names is empty), in the order of names. A name the Sync does
+// not have, or a Sync that does not check health, is a degraded error.
+func promotionTargets(s *uprevv1.Sync, names []string) ([]gate.Target, error) {
+	if !s.Spec.Wait {
+		return nil, degraded(uprevv1.PromotionNeverHealthyReason, fmt.Errorf(
+			"spec.promotion.sync: Sync %s does not check health (spec.wait is false), so its targets never report healthy and no version could pass", s.Name))
+	}
+	if len(names) == 0 {
+		for _, t := range s.Spec.Targets {
+			names = append(names, t.Name)
+		}
+	}
+	targets := make([]gate.Target, 0, len(names))
+	for _, name := range names {
+		if !slices.ContainsFunc(s.Spec.Targets, func(t uprevv1.Target) bool { return t.Name == name }) {
+			return nil, degraded(uprevv1.PromotionTargetNotFoundReason, fmt.Errorf("spec.promotion.targets: Sync %s has no target %q", s.Name, name))
+		}
+		t := gate.Target{Name: name}
+		if i := slices.IndexFunc(s.Status.Targets, func(ts uprevv1.TargetStatus) bool { return ts.Name == name }); i >= 0 {
+			ts := s.Status.Targets[i]
+			for _, c := range ts.Components {
+				t.Components = append(t.Components, gate.Component{Image: c.Image, Tag: c.Tag, Digest: c.Digest})
+			}
+			if ts.Healthy && ts.HealthySince != nil {
+				t.HealthySince = ts.HealthySince.Time
+			}
+		}
+		targets = append(targets, t)
+	}
+	return targets, nil
 }
 
 // gatedOutcome completes the outcome of a selection that gates took part
 // in: a Ready message naming what waits and until when, and a requeue
 // when the first waiting version becomes eligible. When every version is
-// held back the policy keeps its latestRef and is not Ready.
+// held back the policy keeps its latestRef: Ready with o's message saying
+// so when it has one (a promotion soaking in the earlier stage is the
+// usual case), not Ready when it has none (o has no message).
 func gatedOutcome(o outcome, sel gate.Selection, now time.Time) outcome {
 	if !sel.NextEligibleAt.IsZero() {
 		next := max(sel.NextEligibleAt.Sub(now), time.Second)
@@ -121,17 +201,30 @@ func gatedOutcome(o outcome, sel gate.Selection, now time.Time) outcome {
 		return o
 	}
 	w := sel.Waiting[0]
-	hold := w.Holds[0]
-	waits := fmt.Sprintf("%s waits for %s until %s (ReleaseGate %s)", w.Tag, hold.Kind, hold.EligibleAt.UTC().Format(time.RFC3339), hold.Gate)
+	waits := waitText(w.Tag, w.Holds[0])
 	if more := len(sel.Waiting) - 1; more > 0 {
 		waits += fmt.Sprintf(", and %d more newer version(s) wait", more)
 	}
-	if sel.Tag == "" {
+	if sel.Tag == "" && o.message == "" {
 		o.err = degraded(uprevv1.ReleaseGatedReason, fmt.Errorf("no version passes the release gates yet: %s", waits))
 		return o
 	}
 	o.message += "; " + waits
 	return o
+}
+
+// waitText says, for a person, that hold holds tag back:
+// "1.5.1 waits for minReleaseAge until <time> (ReleaseGate prod)",
+// "1.5.0 waits for promotion: eu-staging runs 1.4.2 (ReleaseGate prod)".
+func waitText(tag string, hold gate.Hold) string {
+	switch {
+	case hold.Kind == gate.MinReleaseAge:
+		return fmt.Sprintf("%s waits for %s until %s (ReleaseGate %s)", tag, hold.Kind, hold.EligibleAt.UTC().Format(time.RFC3339), hold.Gate)
+	case hold.EligibleAt.IsZero():
+		return fmt.Sprintf("%s waits for %s: %s (ReleaseGate %s)", tag, hold.Kind, hold.Reason, hold.Gate)
+	default:
+		return fmt.Sprintf("%s waits for %s until %s: %s (ReleaseGate %s)", tag, hold.Kind, hold.EligibleAt.UTC().Format(time.RFC3339), hold.Reason, hold.Gate)
+	}
 }
 
 // policiesOfGate maps a ReleaseGate to the ImagePolicies of its namespace
@@ -150,6 +243,52 @@ func (r *ImagePolicyReconciler) policiesOfGate(ctx context.Context, obj client.O
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, p := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return reqs
+}
+
+// promotionSyncIndex indexes ReleaseGates by `<namespace>/<name>` of the
+// Sync their promotion names.
+const promotionSyncIndex = ".spec.promotion.sync"
+
+// indexPromotionSyncs adds promotionSyncIndex, which both the ImagePolicy
+// and the ReleaseGate controllers use to find the gates of a Sync.
+func indexPromotionSyncs(ctx context.Context, mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(ctx, &uprevv1.ReleaseGate{}, promotionSyncIndex, func(obj client.Object) []string {
+		rg := obj.(*uprevv1.ReleaseGate)
+		if rg.Spec.Promotion == nil {
+			return nil
+		}
+		return []string{client.ObjectKey{Namespace: rg.Namespace, Name: rg.Spec.Promotion.Sync}.String()}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing release gates by promotion Sync: %w", err)
+	}
+	return nil
+}
+
+// gatesPromotingFrom returns the ReleaseGates whose promotion names the
+// Sync s.
+func gatesPromotingFrom(ctx context.Context, c client.Reader, s client.Object) ([]uprevv1.ReleaseGate, error) {
+	var list uprevv1.ReleaseGateList
+	if err := c.List(ctx, &list, client.MatchingFields{promotionSyncIndex: client.ObjectKeyFromObject(s).String()}); err != nil {
+		return nil, fmt.Errorf("listing release gates promoting from Sync %s: %w", client.ObjectKeyFromObject(s), err)
+	}
+	return list.Items, nil
+}
+
+// policiesOfSync maps a Sync to the ImagePolicies of the ReleaseGates
+// promoting from it, so that they select again when what the Sync's
+// targets run or their health changes.
+func (r *ImagePolicyReconciler) policiesOfSync(ctx context.Context, obj client.Object) []reconcile.Request {
+	gates, err := gatesPromotingFrom(ctx, r.Client, obj)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Mapping a Sync to image policies")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range gates {
+		reqs = append(reqs, r.policiesOfGate(ctx, &gates[i])...)
 	}
 	return reqs
 }

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -79,4 +81,31 @@ func refString(ref *imagev1.ImageRef) string {
 		return ""
 	}
 	return ref.String()
+}
+
+// promotionChangedPredicate passes Sync updates that can change what a
+// ReleaseGate promoting from the Sync lets through: a new generation (its
+// targets, whether it checks health) or a change of what a target runs or
+// of its health. New and deleted Syncs pass too.
+type promotionChangedPredicate struct {
+	predicate.Funcs
+}
+
+// Update passes an update of the spec or of the targets' promotion inputs.
+func (promotionChangedPredicate) Update(e event.UpdateEvent) bool {
+	before, ok := e.ObjectOld.(*uprevv1.Sync)
+	if !ok {
+		return false
+	}
+	after, ok := e.ObjectNew.(*uprevv1.Sync)
+	if !ok {
+		return false
+	}
+	if before.Generation != after.Generation {
+		return true
+	}
+	return !slices.EqualFunc(before.Status.Targets, after.Status.Targets, func(a, b uprevv1.TargetStatus) bool {
+		return a.Name == b.Name && a.Healthy == b.Healthy && equality.Semantic.DeepEqual(a.HealthySince, b.HealthySince) &&
+			slices.Equal(a.Components, b.Components)
+	})
 }

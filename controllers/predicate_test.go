@@ -5,7 +5,10 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
 
 func TestScanChangedPredicate(t *testing.T) {
@@ -52,6 +55,38 @@ func TestLatestRefChangedPredicate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(latestRefChangedPredicate{}.Update(event.UpdateEvent{ObjectOld: tc.before, ObjectNew: tc.after})).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestPromotionChangedPredicate(t *testing.T) {
+	since := metav1.Now()
+	sync := func(generation int64, mutate ...func(*uprevv1.TargetStatus)) *uprevv1.Sync {
+		ts := uprevv1.TargetStatus{Name: "eu-staging", LastAppliedRevision: "main@sha1:1", Healthy: true, HealthySince: &since,
+			Components: []uprevv1.AppliedComponent{{Image: "ghcr.io/acme/agent", Tag: "1.4.2"}}, Message: "applied 3 objects"}
+		for _, m := range mutate {
+			m(&ts)
+		}
+		s := &uprevv1.Sync{Status: uprevv1.SyncStatus{Targets: []uprevv1.TargetStatus{ts}}}
+		s.Generation = generation
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		before *uprevv1.Sync
+		after  *uprevv1.Sync
+		want   bool
+	}{
+		{name: "nothing that promotes changed", before: sync(1), after: sync(1, func(ts *uprevv1.TargetStatus) { ts.Message = "applied 4 objects" }), want: false},
+		{name: "the spec changed", before: sync(1), after: sync(2), want: true},
+		{name: "a target runs another version", before: sync(1), after: sync(1, func(ts *uprevv1.TargetStatus) { ts.Components[0].Tag = "1.5.0" }), want: true},
+		{name: "a target turned unhealthy", before: sync(1), after: sync(1, func(ts *uprevv1.TargetStatus) { ts.Healthy, ts.HealthySince = false, nil }), want: true},
+		{name: "a target is healthy anew", before: sync(1), after: sync(1, func(ts *uprevv1.TargetStatus) { ts.HealthySince = &metav1.Time{Time: since.Add(1e9)} }), want: true},
+		{name: "a target appeared", before: &uprevv1.Sync{}, after: sync(0), want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(promotionChangedPredicate{}.Update(event.UpdateEvent{ObjectOld: tc.before, ObjectNew: tc.after})).To(Equal(tc.want))
 		})
 	}
 }

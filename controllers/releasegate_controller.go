@@ -12,6 +12,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/runtime/predicates"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -51,6 +52,9 @@ func (r *ReleaseGateReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		For(&uprevv1.ReleaseGate{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&imagev1.ImagePolicy{}, handler.EnqueueRequestsFromMapFunc(r.gatesOfPolicy)).
+		// The index is the ImagePolicy controller's, set up before this one.
+		Watches(&uprevv1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.gatesOfSync),
+			builder.WithPredicates(promotionChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -68,6 +72,20 @@ func (r *ReleaseGateReconciler) gatesOfPolicy(ctx context.Context, obj client.Ob
 		if gateSelects(&list.Items[i], obj) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
+	}
+	return reqs
+}
+
+// gatesOfSync maps a Sync to the ReleaseGates promoting from it.
+func (r *ReleaseGateReconciler) gatesOfSync(ctx context.Context, obj client.Object) []reconcile.Request {
+	gates, err := gatesPromotingFrom(ctx, r.Client, obj)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Mapping a Sync to release gates")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(gates))
+	for i := range gates {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gates[i])})
 	}
 	return reqs
 }
@@ -93,8 +111,8 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 	if err != nil {
 		return outcome{err: stalledf(uprevv1.InvalidSelectorReason, "spec.policySelector: %w", err)}
 	}
-	if _, err := gateOf(rg); err != nil {
-		return outcome{err: stalled(uprevv1.InvalidDurationReason, err)}
+	if _, err := gateOf(ctx, r.Client, rg); err != nil {
+		return outcome{err: err}
 	}
 	var list imagev1.ImagePolicyList
 	if err := r.List(ctx, &list, client.InNamespace(rg.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
@@ -107,10 +125,15 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 
 	now := r.Clock.Now()
 	var next time.Time
+	before := rg.Status.Policies
 	rg.Status.Policies = make([]uprevv1.GatedPolicy, 0, len(policies))
 	waiting := 0
 	for i := range policies {
-		gp, eligible := r.gatedPolicy(ctx, rg.Name, &policies[i])
+		gp, eligible, selected := r.gatedPolicy(ctx, rg.Name, &policies[i])
+		if w := released(before, gp, selected); w != nil {
+			r.Events.Eventf(&policies[i], nil, corev1.EventTypeNormal, uprevv1.GateReleasedReason, "Release",
+				"%s no longer waits for %s at ReleaseGate %s and is selected", w.Tag, w.Gate, rg.Name)
+		}
 		rg.Status.Policies = append(rg.Status.Policies, gp)
 		waiting += len(gp.Waiting)
 		if !eligible.IsZero() && (next.IsZero() || eligible.Before(next)) {
@@ -128,10 +151,11 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 }
 
 // gatedPolicy reports one policy: what it selects and what waits at the
-// gate named name, with the earliest time one of those becomes eligible.
-// A policy that cannot select now (no tags yet, no access) reports its
-// latestRef alone; its own status says why.
-func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, pol *imagev1.ImagePolicy) (uprevv1.GatedPolicy, time.Time) {
+// gate named name, with the earliest time one of those becomes eligible,
+// and the tag the gates now let it select. A policy that cannot select now
+// (no tags yet, no access) reports its latestRef alone; its own status
+// says why.
+func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, pol *imagev1.ImagePolicy) (uprevv1.GatedPolicy, time.Time, string) {
 	gp := uprevv1.GatedPolicy{Name: pol.Name}
 	if ref := pol.Status.LatestRef; ref != nil {
 		gp.Latest = &uprevv1.GatedVersion{Tag: ref.Tag, Digest: ref.Digest}
@@ -139,9 +163,10 @@ func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, po
 	sel, err := r.selection(ctx, pol)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Not listing what waits for an image policy", "imagePolicy", klog.KObj(pol), "error", err.Error())
-		return gp, time.Time{}
+		return gp, time.Time{}, ""
 	}
-	return withWaiting(gp, name, sel)
+	gp, next := withWaiting(gp, name, sel)
+	return gp, next, sel.Tag
 }
 
 // selection is the policy's selection through its gates, as the

@@ -48,3 +48,45 @@ func TestWithWaitingListsThisGatesHoldsOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestWithWaitingPromotionHasNoEligibleTime(t *testing.T) {
+	g := NewWithT(t)
+	sel := gate.Selection{Tag: "1.4.2", Waiting: []gate.Waiting{{Tag: "1.5.0", Holds: []gate.Hold{{Gate: "prod", Kind: gate.Promotion, Reason: "eu-staging runs 1.4.2"}}}}}
+	gp, next := withWaiting(uprevv1.GatedPolicy{Name: "agent"}, "prod", sel)
+	g.Expect(next.IsZero()).To(BeTrue(), "no time lets it through by itself")
+	g.Expect(gp.Waiting).To(Equal([]uprevv1.WaitingVersion{{Tag: "1.5.0", Gate: "promotion", Reason: "eu-staging runs 1.4.2"}}))
+}
+
+func TestReleased(t *testing.T) {
+	waits := func(tags ...string) []uprevv1.GatedPolicy {
+		gp := uprevv1.GatedPolicy{Name: "agent"}
+		for _, tag := range tags {
+			gp.Waiting = append(gp.Waiting, uprevv1.WaitingVersion{Tag: tag, Gate: "promotion"})
+		}
+		return []uprevv1.GatedPolicy{gp}
+	}
+	for _, tc := range []struct {
+		name     string
+		before   []uprevv1.GatedPolicy
+		now      uprevv1.GatedPolicy
+		selected string
+		want     string
+	}{
+		{name: "the waiting version is selected", before: waits("1.5.1", "1.5.0"), now: waits("1.5.1")[0], selected: "1.5.0", want: "1.5.0"},
+		{name: "reported once: the status no longer lists it", before: waits("1.5.1"), now: waits("1.5.1")[0], selected: "1.5.0"},
+		{name: "still waiting", before: waits("1.5.0"), now: waits("1.5.0")[0], selected: "1.4.2"},
+		{name: "a policy new to the gate", now: waits()[0], selected: "1.5.0"},
+		{name: "nothing selectable", before: waits("1.5.0"), now: waits()[0]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := released(tc.before, tc.now, tc.selected)
+			if tc.want == "" {
+				g.Expect(got).To(BeNil())
+				return
+			}
+			g.Expect(got).NotTo(BeNil())
+			g.Expect(got.Tag).To(Equal(tc.want))
+		})
+	}
+}

@@ -83,8 +83,9 @@ type Options struct {
 	// EventsAddr is notification-controller's address; every event is
 	// also posted there, in Flux's format, when it is set.
 	EventsAddr string
-	// Clock tells when scans first see tags and when release gates let
-	// versions through; the wall clock when nil.
+	// Clock tells when scans first see tags, when Sync targets became
+	// healthy and when release gates let versions through; the wall clock
+	// when nil.
 	Clock clock.PassiveClock
 }
 
@@ -261,7 +262,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering target component metrics: %w", err)
 		}
 		syncs := &SyncReconciler{Clones: clones, KubeConfig: opts.KubeConfig, DefaultServiceAccount: opts.DefaultServiceAccount,
-			ComponentInfo: componentInfo, TokenCache: tokens, pushes: pushes, gitSlots: slots}
+			ComponentInfo: componentInfo, TokenCache: tokens, pushes: pushes, gitSlots: slots, Clock: opts.Clock}
 		if err := syncs.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up Sync controller: %w", err)
 		}

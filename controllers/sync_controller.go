@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -71,6 +70,8 @@ type SyncReconciler struct {
 
 	// appliers keeps the Applier of each target of each live Sync.
 	appliers targetAppliers
+	// waits cancels the health wait of a run when a new one is due.
+	waits healthWaits
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -83,12 +84,14 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	newRun := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&uprevv1.Sync{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		For(&uprevv1.Sync{}, newRun).
+		// What starts a new run cancels the health wait of the one in progress.
+		Watches(&uprevv1.Sync{}, r.waits.cancelOnUpdate(), newRun).
 		WithOptions(opts)
 	if r.pushes != nil {
-		b = b.WatchesRawSource(source.Channel(r.pushes.events, &handler.EnqueueRequestForObject{}))
+		b = b.WatchesRawSource(source.Channel(r.pushes.events, r.waits.cancelAndEnqueue()))
 	}
 	return b.Complete(r)
 }
@@ -110,8 +113,10 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
+	waitCancel, done := r.waits.start(req.NamespacedName)
+	defer done()
 	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
-		run := &syncRun{sync: s, progress: progress}
+		run := &syncRun{sync: s, progress: progress, waitCancel: waitCancel}
 		err := r.reconcile(ctx, run)
 		r.ComponentInfo.Publish(s)
 		o := outcome{err: err, message: run.summary(), requeueAfter: s.Spec.Interval.Duration}
@@ -135,6 +140,8 @@ type syncRun struct {
 	pause time.Duration
 	// progress reports long work in status.
 	progress progressFunc
+	// waitCancel ends the health waits of this run when a new run is due.
+	waitCancel context.Context
 	// statusMu serialises the status writes of a wave's targets.
 	statusMu sync.Mutex
 	// appliers are the targets' Appliers by target name; a target whose
@@ -288,6 +295,10 @@ func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []upr
 		return nil
 	}
 	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, errors.Join(errs...))
+	if errors.Is(err, apply.ErrWaitCancelled) {
+		// A new run is queued already: Ready stays as it was meanwhile.
+		return waiting(uprevv1.HealthWaitCancelledReason, time.Second, fmt.Errorf("%w: a new revision, request or spec arrived", err))
+	}
 	var health *apply.HealthError
 	if errors.As(err, &health) {
 		return transient(uprevv1.HealthCheckFailedReason, err)
@@ -324,6 +335,7 @@ func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target u
 		return res
 	}
 	opts := r.applyOptions(run.sync, target)
+	opts.WaitCancel = run.waitCancel
 	opts.BeforeWrite = func(ctx context.Context, inventory []apply.Entry) error {
 		return r.recordInventory(ctx, run, target.Name, inventory)
 	}
@@ -444,6 +456,7 @@ func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
 		}
 	}
 	ts.Healthy = res.result.Health == apply.HealthHealthy
+	ts.HealthySince = healthySince(ts.HealthySince, ts.LastAppliedRevision, run.revision, ts.Healthy && res.err == nil, r.Clock.Now())
 	if res.err != nil {
 		ts.Healthy = false
 		ts.Message = res.err.Error()
@@ -462,6 +475,23 @@ func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
 	if res.result.Changed() {
 		r.Events.Eventf(s, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s to %s: %s",
 			run.revision, res.target.Name, changeSummary(res.result))
+	}
+}
+
+// healthySince is when a target has been healthy since, after a run that
+// applied revision to it, where it had applied previous before: the time
+// it had when it stays healthy on the same revision, now when it just
+// became healthy or is healthy on a new revision, and nil when it is not
+// healthy.
+func healthySince(since *metav1.Time, previous, revision string, healthy bool, now time.Time) *metav1.Time {
+	switch {
+	case !healthy:
+		return nil
+	case since != nil && previous == revision:
+		return since
+	default:
+		t := metav1.NewTime(now)
+		return &t
 	}
 }
 

@@ -353,6 +353,10 @@ func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
 	first := srv.Log(t, "fleet", "main")[0].SHA
 	waitApplied(t, s, first, "eu-1", "us-1")
 	g.Eventually(func(g Gomega) { g.Expect(readyCondition(g, s).Status).To(Equal(metav1.ConditionTrue)) }).Should(Succeed())
+	for _, ts := range s.Status.Targets {
+		g.Expect(ts.HealthySince).NotTo(BeNil(), "target %s is healthy on its revision", ts.Name)
+		g.Expect(ts.HealthySince.Time).NotTo(BeTemporally("<", ts.LastAppliedTime.Time))
+	}
 }
 
 // TestSyncPauseBetweenWavesCountsFromTheFirstApply: a Sync whose interval
@@ -415,6 +419,7 @@ func TestSyncFailedWaveStopsRollout(t *testing.T) {
 			case "eu-1":
 				g.Expect(ts.LastAttemptedRevision).To(HaveSuffix(second))
 				g.Expect(ts.Healthy).To(BeFalse())
+				g.Expect(ts.HealthySince).To(BeNil(), "a failed health check clears it")
 			case "us-1":
 				g.Expect(ts.LastAppliedRevision).To(HaveSuffix(first), "the second wave stays on the previous revision")
 			}

@@ -50,3 +50,30 @@ func TestWaveGate(t *testing.T) {
 		})
 	}
 }
+
+func TestHealthySince(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	before := metav1.NewTime(now.Add(-time.Hour))
+	for _, tc := range []struct {
+		name     string
+		since    *metav1.Time
+		previous string
+		healthy  bool
+		want     *metav1.Time
+	}{
+		{name: "becomes healthy", previous: "main@sha1:1", healthy: true, want: &metav1.Time{Time: now}},
+		{name: "stays healthy on the same revision", since: &before, previous: "main@sha1:2", healthy: true, want: &before},
+		{name: "healthy on a new revision counts anew", since: &before, previous: "main@sha1:1", healthy: true, want: &metav1.Time{Time: now}},
+		{name: "a failed check clears it", since: &before, previous: "main@sha1:2"},
+		{name: "unhealthy on a new revision", since: &before, previous: "main@sha1:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := healthySince(tc.since, tc.previous, "main@sha1:2", tc.healthy, now)
+			if tc.want == nil {
+				NewWithT(t).Expect(got).To(BeNil())
+				return
+			}
+			NewWithT(t).Expect(got.Time).To(BeTemporally("==", tc.want.Time))
+		})
+	}
+}

@@ -29,6 +29,7 @@ var kinds = map[string]func() runtime.Object{
 	"UpdateAutomation": func() runtime.Object { return &uprevv1.UpdateAutomation{} },
 	"Sync":             func() runtime.Object { return &uprevv1.Sync{} },
 	"ReleaseSource":    func() runtime.Object { return &uprevv1.ReleaseSource{} },
+	"ReleaseGate":      func() runtime.Object { return &uprevv1.ReleaseGate{} },
 }
 
 // TestExamplesDecodeStrictly reads every YAML document of the examples that

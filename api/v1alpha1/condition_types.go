@@ -38,6 +38,9 @@ const (
 	ApplyFailedReason = "ApplyFailed"
 	// HealthCheckFailedReason: applied objects did not become healthy in time.
 	HealthCheckFailedReason = "HealthCheckFailed"
+	// HealthWaitCancelledReason: a health wait was cut short because a new
+	// revision, reconcile request or spec arrived; the next run follows.
+	HealthWaitCancelledReason = "HealthWaitCancelled"
 	// RolloutInProgressReason: later waves wait for earlier ones.
 	RolloutInProgressReason = "RolloutInProgress"
 )

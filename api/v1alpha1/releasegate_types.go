@@ -20,6 +20,19 @@ const (
 	// GateInvalidReason: an ImagePolicy is selected by a ReleaseGate whose
 	// spec is invalid, and keeps its latestRef until the gate is fixed.
 	GateInvalidReason = "ReleaseGateInvalid"
+	// PromotionSyncNotFoundReason: spec.promotion.sync names no Sync of
+	// the gate's namespace.
+	PromotionSyncNotFoundReason = "PromotionSyncNotFound"
+	// PromotionTargetNotFoundReason: spec.promotion.targets names a target
+	// the Sync does not have.
+	PromotionTargetNotFoundReason = "PromotionTargetNotFound"
+	// PromotionNeverHealthyReason: the promotion's Sync does not check
+	// health (spec.wait is false), so its targets never report healthy and
+	// no version could ever pass the gate.
+	PromotionNeverHealthyReason = "PromotionNeverHealthy"
+	// GateReleasedReason is the reason of the Event on an ImagePolicy when
+	// a version that waited at a ReleaseGate becomes its latest.
+	GateReleasedReason = "GateReleased"
 )
 
 // MaxGatedPolicies bounds status.policies of a ReleaseGate, and
@@ -43,6 +56,36 @@ type ReleaseGateSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	MinReleaseAge string `json:"minReleaseAge,omitempty"`
+	// Promotion holds a version back until the targets of an earlier
+	// stage's Sync run it and have been healthy for long enough.
+	// +optional
+	Promotion *Promotion `json:"promotion,omitempty"`
+}
+
+// Promotion lets a version through once every listed target of a Sync of
+// the gate's namespace has applied a revision that runs the version's
+// image at its digest (its tag, when the policy reflects no digest), and
+// has been healthy since for HealthyFor.
+type Promotion struct {
+	// Sync names a Sync of the gate's namespace; a Sync of another
+	// namespace cannot be named.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+	// +required
+	Sync string `json:"sync"`
+	// Targets are the names of the Sync's targets that must run the
+	// version; empty means all of them.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Targets []string `json:"targets,omitempty"`
+	// HealthyFor is how long each target must have been healthy on the
+	// version (its status.targets[].healthySince), as a Go duration (24h).
+	// Unset or 0: applied and healthy once.
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	HealthyFor string `json:"healthyFor,omitempty"`
 }
 
 // ReleaseGateStatus reports, per gated ImagePolicy, what it selects and
@@ -91,9 +134,11 @@ type GatedVersion struct {
 type WaitingVersion struct {
 	// Tag is the image tag.
 	Tag string `json:"tag"`
-	// Gate is what holds it back: minReleaseAge.
+	// Gate is what holds it back: minReleaseAge or promotion.
 	Gate string `json:"gate"`
-	// EligibleAt is when this gate lets it through.
+	// EligibleAt is when this gate lets it through; unset when no time
+	// will by itself (a promotion waiting for the earlier stage to run the
+	// version, or to be healthy).
 	// +optional
 	EligibleAt *metav1.Time `json:"eligibleAt,omitempty"`
 	// Reason says why, for a person.
@@ -108,6 +153,7 @@ type WaitingVersion struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="MinReleaseAge",type=string,JSONPath=`.spec.minReleaseAge`
+// +kubebuilder:printcolumn:name="Promotion",type=string,JSONPath=`.spec.promotion.sync`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -138,6 +138,12 @@ type TargetStatus struct {
 	// Healthy says whether the applied objects passed their health checks.
 	// +optional
 	Healthy bool `json:"healthy,omitempty"`
+	// HealthySince is when the target became healthy on its
+	// lastAppliedRevision; it is kept while every health check of that
+	// revision passes, and cleared when one fails or the revision changes
+	// and is not healthy yet.
+	// +optional
+	HealthySince *metav1.Time `json:"healthySince,omitempty"`
 	// Message says what failed, when something did.
 	// +optional
 	Message string `json:"message,omitempty"`

@@ -88,7 +88,15 @@ type Options struct {
 	// middle of the writes left behind. An error stops the Apply with
 	// nothing written.
 	BeforeWrite func(ctx context.Context, inventory []Entry) error
+	// WaitCancel, when set, ends the health wait once it is done, with an
+	// error wrapping ErrWaitCancelled: a new revision makes waiting on the
+	// old one pointless. What was applied stays applied.
+	WaitCancel context.Context
 }
+
+// ErrWaitCancelled is the cause of a health wait that Options.WaitCancel
+// ended.
+var ErrWaitCancelled = errors.New("health wait cancelled")
 
 // Applier applies sets of objects to one cluster. It is safe for
 // concurrent use; use one Applier per target cluster.
@@ -337,7 +345,15 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 		if timeout <= 0 {
 			timeout = defaultTimeout
 		}
-		if err := waitHealthy(ctx, rm, set, v.skipped(), timeout); err != nil {
+		waitCtx := ctx
+		if opts.WaitCancel != nil {
+			var cancel context.CancelCauseFunc
+			waitCtx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			stop := context.AfterFunc(opts.WaitCancel, func() { cancel(ErrWaitCancelled) })
+			defer stop()
+		}
+		if err := waitHealthy(waitCtx, rm, set, v.skipped(), timeout); err != nil {
 			result.Health = HealthUnhealthy
 			return result, err
 		}

@@ -37,7 +37,7 @@ func waitHealthy(ctx context.Context, rm *ssa.ResourceManager, set []*unstructur
 		return nil
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("waiting for health: %w", err)
+		return fmt.Errorf("waiting for health: %w", context.Cause(ctx))
 	}
 	unhealthy, serr := unhealthyObjects(ctx, rm.Client(), objects, jobsWithTTL)
 	if serr != nil {

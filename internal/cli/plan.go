@@ -22,7 +22,8 @@ import (
 // planLong is the help of `uprev plan`.
 const planLong = `Prints what the next automation run would change in the checkout DIR, one
 line per change ("no changes" when there is none), then the held versions and
-the refused changes. Writes nothing.
+the refused changes, then, with --kubeconfig, the newest version each
+ReleaseGate holds back from a policy. Writes nothing.
 
 Exit code: 0 when nothing would change, 2 when something would, 1 on error.
 See docs/plan.md.`
@@ -107,12 +108,13 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 	}
 	var (
 		policies map[update.PolicyKey]guard.Policy
+		gated    []plan.Gated
 		err      error
 	)
 	if o.refs != "" {
 		policies, err = plan.ReadRefsFile(o.refs)
 	} else {
-		policies, err = o.readCluster(ctx, stderr)
+		policies, gated, err = o.readCluster(ctx, stderr)
 	}
 	if err != nil {
 		return nil, err
@@ -131,6 +133,7 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 			Releases:       guard.ParseReleases(o.releaseHolds),
 			AllowDowngrade: o.allowDowngrade,
 		},
+		Gated: gated,
 	})
 }
 
@@ -150,29 +153,30 @@ func (o planOptions) validate() error {
 }
 
 // readCluster reads the ImagePolicies of the cluster o.kubeconfig reaches,
-// naming those not ready on stderr, and, with --automation, takes the
+// naming those not ready on stderr, and what the ReleaseGates hold back
+// from them; with --automation, it takes the
 // automation's push branch, released holds and spec.allowDowngrade into o
 // where no flag set them.
-func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[update.PolicyKey]guard.Policy, error) {
+func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[update.PolicyKey]guard.Policy, []plan.Gated, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig},
 		&clientcmd.ConfigOverrides{CurrentContext: o.kubeContext},
 	).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig %s: %w", o.kubeconfig, err)
+		return nil, nil, fmt.Errorf("reading kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	scheme, err := controllers.NewScheme()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+		return nil, nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	if o.automation != "" {
 		auto := &uprevv1.UpdateAutomation{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: o.automation}, auto); err != nil {
-			return nil, fmt.Errorf("reading UpdateAutomation %s/%s: %w", o.namespace, o.automation, err)
+			return nil, nil, fmt.Errorf("reading UpdateAutomation %s/%s: %w", o.namespace, o.automation, err)
 		}
 		if !o.set["push-branch"] {
 			o.pushBranch = auto.PushBranch()
@@ -186,10 +190,14 @@ func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[up
 	}
 	policies, notReady, err := plan.ListPolicies(ctx, c, o.namespace)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(notReady) > 0 {
 		fmt.Fprintln(stderr, "skipped policies not ready:", strings.Join(notReady, ", "))
 	}
-	return policies, nil
+	gated, err := plan.ListGated(ctx, c, o.namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	return policies, gated, nil
 }

@@ -221,6 +221,19 @@ func TestPlanCommandCluster(t *testing.T) {
 	readyPolicy(t, k8s, "fleet", "kms", &imagev1.ImageRef{Name: "ghcr.io/acme/kms", Tag: "2.2.0", Digest: planDigest})
 	readyPolicy(t, k8s, "fleet", "pending", nil)
 	readyPolicy(t, k8s, "other", "kms", &imagev1.ImageRef{Name: "ghcr.io/acme/kms", Tag: "9.0.0"})
+	eligibleAt := metav1.NewTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	gated := func(ns, name string, policies ...uprevv1.GatedPolicy) {
+		rg := &uprevv1.ReleaseGate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		g.Expect(k8s.Create(ctx, rg)).To(Succeed())
+		rg.Status.Policies = policies
+		g.Expect(k8s.Status().Update(ctx, rg)).To(Succeed())
+	}
+	gated("fleet", "prod", uprevv1.GatedPolicy{Name: "agent", Waiting: []uprevv1.WaitingVersion{
+		{Tag: "1.5.1", Gate: "promotion", Reason: "eu-staging runs 1.4.2"}, {Tag: "1.5.0", Gate: "promotion", Reason: "eu-staging runs 1.4.2"}}})
+	gated("fleet", "age", uprevv1.GatedPolicy{Name: "app", Waiting: []uprevv1.WaitingVersion{
+		{Tag: "2.1.0", Gate: "minReleaseAge", EligibleAt: &eligibleAt, Reason: "first seen 2026-11-25T12:00:00Z, younger than 72h0m0s"}}},
+		uprevv1.GatedPolicy{Name: "kms"})
+	gated("other", "prod", uprevv1.GatedPolicy{Name: "kms", Waiting: []uprevv1.WaitingVersion{{Tag: "9.1.0", Gate: "promotion", Reason: "eu-staging runs 9.0.0"}}})
 
 	kubeconfigFile := c.KubeConfigPath
 
@@ -232,7 +245,9 @@ func TestPlanCommandCluster(t *testing.T) {
 		"clusters/prod/kms.yaml: ghcr.io/acme/kms 2.1.3 --> 2.2.0 (" + planDigest + ")\n" +
 			"held: fleet/agent 1.4.2 (reverted in " + revert[:10] + ")\n" +
 			"refused: clusters/prod/agent.yaml: fleet/agent 1.4.1 --> 1.4.2 (held)\n" +
-			"refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 1.9.0 (downgrade)\n"))
+			"refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 1.9.0 (downgrade)\n" +
+			"gated: fleet/agent 1.5.1 (promotion at ReleaseGate prod: eu-staging runs 1.4.2)\n" +
+			"gated: fleet/app 2.1.0 (minReleaseAge at ReleaseGate age: first seen 2026-11-25T12:00:00Z, younger than 72h0m0s, until 2026-11-28T12:00:00Z)\n"))
 	g.Expect(stderr.String()).To(Equal("skipped policies not ready: fleet/pending\n"))
 	g.Expect(gitserver.RunGit(t, dir, "status", "--porcelain")).To(BeEmpty(), "a plan writes nothing")
 

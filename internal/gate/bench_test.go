@@ -45,8 +45,27 @@ func BenchmarkSelectAgeGateHoldsNewest1000(b *testing.B) {
 	seenTags, _ := benchTags()
 	gates := []gate.Gate{{Name: "prod", MinReleaseAge: 72 * time.Hour}}
 	for b.Loop() {
-		sel, err := gate.Select(semver(">=0.0.0"), nil, seenTags, gates, now)
+		sel, err := gate.Select(semver(">=0.0.0"), nil, image, seenTags, gates, now)
 		if err != nil || sel.Tag != "89.99.0" || len(sel.Waiting) != gate.MaxWaiting {
+			b.Fatalf("selected %q with %d waiting: %v", sel.Tag, len(sel.Waiting), err)
+		}
+	}
+}
+
+// BenchmarkSelectPromotionOf10000 selects over 10,000 tags with a
+// promotion gate whose two staging targets run one version, healthy: every
+// other tag is held back, the newest 100 of them listed as waiting.
+func BenchmarkSelectPromotionOf10000(b *testing.B) {
+	seenTags, _ := benchTags()
+	staging := func(name string) gate.Target {
+		return gate.Target{Name: name, HealthySince: now.Add(-48 * time.Hour),
+			Components: []gate.Component{{Image: image, Tag: "50.0.0"}, {Image: "ghcr.io/acme/other", Tag: "1.0.0"}}}
+	}
+	gates := []gate.Gate{{Name: "prod", Promotion: &gate.PromotionGate{Sync: "staging", HealthyFor: 24 * time.Hour,
+		Targets: []gate.Target{staging("eu-staging"), staging("us-staging")}}}}
+	for b.Loop() {
+		sel, err := gate.Select(semver(">=0.0.0"), nil, image, seenTags, gates, now)
+		if err != nil || sel.Tag != "50.0.0" || len(sel.Waiting) != gate.MaxWaiting {
 			b.Fatalf("selected %q with %d waiting: %v", sel.Tag, len(sel.Waiting), err)
 		}
 	}

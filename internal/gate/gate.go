@@ -3,15 +3,19 @@
 // version its own rules pick among those every gate lets through, and,
 // for a person to read, the newer versions that wait and why.
 //
-// The package is pure: it takes the policy's spec, the stored tags with
-// when a scan first saw each, the gates and the time, and returns a
-// Selection or the errors of package policy.
+// The package is pure: it takes the policy's spec and image, the stored
+// tags with when a scan first saw each, the gates (with what the targets
+// of a promotion's Sync report) and the time, and returns a Selection or
+// the errors of package policy.
 //
 // A gate here is a test of one version that needs nothing but the version
-// (minReleaseAge), so held versions are left out before the policy orders
-// the rest: the selection is exact however many versions wait, at the cost
-// of one pass over the tags. What waits is listed newest first and bounded
-// by MaxWaiting.
+// (minReleaseAge: its first-seen time; promotion: whether each target runs
+// its tag, a map look-up), so held versions are left out before the policy
+// orders the rest: the selection is exact however many versions wait, at
+// the cost of one pass over the tags, and no walk over candidates is
+// needed. The one test that needs more is a promotion's digest, known only
+// for the selected tag: Selection.DigestHold makes it. What waits is
+// listed newest first and bounded by MaxWaiting.
 package gate
 
 import (
@@ -41,15 +45,20 @@ type Gate struct {
 	// MinReleaseAge is how long after a scan first saw a tag its version
 	// may be selected; 0 sets no age.
 	MinReleaseAge time.Duration
+	// Promotion, when set, lets a version through only once an earlier
+	// stage runs it healthy.
+	Promotion *PromotionGate
 }
 
 // Hold is one gate holding one version back.
 type Hold struct {
 	// Gate names the ReleaseGate.
 	Gate string
-	// Kind is the gate that holds it: MinReleaseAge.
+	// Kind is the gate that holds it: MinReleaseAge or Promotion.
 	Kind string
-	// EligibleAt is when this gate lets the version through.
+	// EligibleAt is when this gate lets the version through; zero when no
+	// time will (a promotion waiting for a target to run the version or
+	// to be healthy).
 	EligibleAt time.Time
 	// Reason says why, for a person.
 	Reason string
@@ -64,7 +73,8 @@ type Waiting struct {
 	Holds []Hold
 }
 
-// EligibleAt is when every gate lets the version through.
+// EligibleAt is when every gate lets the version through; zero when no
+// time will by itself.
 func (w Waiting) EligibleAt() time.Time {
 	return w.Holds[0].EligibleAt
 }
@@ -78,30 +88,58 @@ type Selection struct {
 	// newest first, at most MaxWaiting.
 	Waiting []Waiting
 	// NextEligibleAt is the earliest time a held version becomes
-	// eligible, when the selection must be made again; zero when none is
-	// held.
+	// eligible, when the selection must be made again; zero when none
+	// becomes eligible by time alone.
 	NextEligibleAt time.Time
+
+	// stages are the promotion gates, for DigestHold.
+	stages []*stage
+}
+
+// DigestHold returns the hold on the selected tag at digest, the digest
+// the policy reflects for it, if a promotion gate's target runs the tag at
+// another digest only: the tag moved after the earlier stage took it. An
+// empty digest (a policy that reflects none) is never held.
+func (s Selection) DigestHold(digest string) (Hold, bool) {
+	if digest == "" || s.Tag == "" {
+		return Hold{}, false
+	}
+	for _, st := range s.stages {
+		if h, ok := st.digestHold(s.Tag, digest); ok {
+			return h, true
+		}
+	}
+	return Hold{}, false
 }
 
 // Select returns the newest version that choice and filter select from
-// tags and that every gate lets through at now. With no gates it selects
-// as policy.SelectLatest does. The errors are those of policy.SelectLatest,
-// except that a policy.ErrNoMatch while versions wait is not an error but
-// a Selection with no Tag.
-func Select(choice imagev1.ImagePolicyChoice, filter *imagev1.TagFilter, tags []registry.SeenTag, gates []Gate, now time.Time) (Selection, error) {
+// tags of image and that every gate lets through at now. With no gates it
+// selects as policy.SelectLatest does. The errors are those of
+// policy.SelectLatest, except that a policy.ErrNoMatch while versions wait
+// is not an error but a Selection with no Tag.
+func Select(choice imagev1.ImagePolicyChoice, filter *imagev1.TagFilter, image string, tags []registry.SeenTag, gates []Gate, now time.Time) (Selection, error) {
 	var sel Selection
+	canonical, err := registry.CanonicalName(image)
+	if err != nil {
+		canonical = image
+	}
+	for _, g := range gates {
+		if g.Promotion != nil {
+			sel.stages = append(sel.stages, stageOf(g, canonical))
+		}
+	}
 	passing := make([]string, 0, len(tags))
 	var held []string
 	holds := map[string][]Hold{}
 	for _, t := range tags {
-		hs := holdsOf(t, gates, now)
+		hs := holdsOf(t, gates, sel.stages, now)
 		if len(hs) == 0 {
 			passing = append(passing, t.Name)
 			continue
 		}
 		held = append(held, t.Name)
 		holds[t.Name] = hs
-		if at := hs[0].EligibleAt; sel.NextEligibleAt.IsZero() || at.Before(sel.NextEligibleAt) {
+		if at := hs[0].EligibleAt; !at.IsZero() && (sel.NextEligibleAt.IsZero() || at.Before(sel.NextEligibleAt)) {
 			sel.NextEligibleAt = at
 		}
 	}
@@ -121,10 +159,15 @@ func Select(choice imagev1.ImagePolicyChoice, filter *imagev1.TagFilter, tags []
 	return sel, nil
 }
 
-// holdsOf returns the gates that hold t back at now, the one that lets it
-// through last first.
-func holdsOf(t registry.SeenTag, gates []Gate, now time.Time) []Hold {
+// holdsOf returns the gates and promotion stages that hold t back at now,
+// the one that lets it through last first (one that no time will first).
+func holdsOf(t registry.SeenTag, gates []Gate, stages []*stage, now time.Time) []Hold {
 	var hs []Hold
+	for _, st := range stages {
+		if h, ok := st.hold(t.Name, now); ok {
+			hs = append(hs, h)
+		}
+	}
 	for _, g := range gates {
 		if g.MinReleaseAge <= 0 {
 			continue
@@ -134,7 +177,14 @@ func holdsOf(t registry.SeenTag, gates []Gate, now time.Time) []Hold {
 				Reason: fmt.Sprintf("first seen %s, younger than %s", t.FirstSeen.UTC().Format(time.RFC3339), g.MinReleaseAge)})
 		}
 	}
-	slices.SortStableFunc(hs, func(a, b Hold) int { return b.EligibleAt.Compare(a.EligibleAt) })
+	slices.SortStableFunc(hs, func(a, b Hold) int {
+		switch {
+		case a.EligibleAt.IsZero() || b.EligibleAt.IsZero():
+			return boolRank(b.EligibleAt.IsZero()) - boolRank(a.EligibleAt.IsZero())
+		default:
+			return b.EligibleAt.Compare(a.EligibleAt)
+		}
+	})
 	return hs
 }
 
@@ -172,4 +222,12 @@ func waiting(choice imagev1.ImagePolicyChoice, filter *imagev1.TagFilter, held [
 		out = append(out, Waiting{Tag: tag, Holds: holds[tag]})
 	}
 	return out, nil
+}
+
+// boolRank orders false before true.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -14,6 +14,9 @@ import (
 
 var now = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
+// image is the image of the policies under test.
+const image = "ghcr.io/acme/agent"
+
 // seen returns a tag first seen ago before now.
 func seen(tag string, ago time.Duration) registry.SeenTag {
 	return registry.SeenTag{Name: tag, FirstSeen: now.Add(-ago)}
@@ -59,7 +62,7 @@ func TestSelect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := gate.Select(tt.choice, tt.filter, tt.tags, tt.gates, now)
+			got, err := gate.Select(tt.choice, tt.filter, image, tt.tags, tt.gates, now)
 			if tt.wantErr != nil {
 				g.Expect(err).To(MatchError(tt.wantErr))
 				return
@@ -80,7 +83,7 @@ func TestSelect(t *testing.T) {
 
 func TestSelectHoldsNameEveryGate(t *testing.T) {
 	g := NewWithT(t)
-	got, err := gate.Select(semver("1.x"), nil, []registry.SeenTag{seen("1.0.0", 10*time.Hour), seen("1.1.0", time.Hour)},
+	got, err := gate.Select(semver("1.x"), nil, image, []registry.SeenTag{seen("1.0.0", 10*time.Hour), seen("1.1.0", time.Hour)},
 		[]gate.Gate{{Name: "short", MinReleaseAge: 2 * time.Hour}, {Name: "long", MinReleaseAge: 5 * time.Hour}}, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Tag).To(Equal("1.0.0"))
@@ -100,7 +103,7 @@ func TestSelectListsAtMostMaxWaiting(t *testing.T) {
 	for i := range 300 {
 		tags = append(tags, seen("1.0."+itoa(i), time.Duration(300-i)*time.Minute))
 	}
-	got, err := gate.Select(semver(">=1.0.0"), nil, tags, []gate.Gate{{Name: "g", MinReleaseAge: 150 * time.Minute}}, now)
+	got, err := gate.Select(semver(">=1.0.0"), nil, image, tags, []gate.Gate{{Name: "g", MinReleaseAge: 150 * time.Minute}}, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Tag).To(Equal("1.0.150"), "the selection is exact however many versions wait")
 	g.Expect(got.Waiting).To(HaveLen(gate.MaxWaiting))

@@ -36,6 +36,9 @@ type Input struct {
 	// policies by key, the holds found in the checkout's history (see
 	// ReadHolds), the holds released and whether downgrades are allowed.
 	guard.Input
+	// Gated are the versions release gates hold back (see ListGated),
+	// shown as they are.
+	Gated []Gated
 }
 
 // Entry is one line of a plan: a change, or a refused change, in one file.
@@ -66,6 +69,8 @@ type Plan struct {
 	// Refused are the changes the run would not make, with the rule that
 	// refused them.
 	Refused []Entry
+	// Gated are the versions release gates hold back from the policies.
+	Gated []Gated
 	// Result is the full dry-run result, with unresolved markers and file
 	// errors.
 	Result update.Result
@@ -88,7 +93,7 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("computing changes under %s: %w", in.Path, err)
 	}
-	p := &Plan{Held: rules.Held(), Result: res}
+	p := &Plan{Held: rules.Held(), Result: res, Gated: in.Gated}
 	for _, c := range res.Changes {
 		p.Changes = appendEntry(p.Changes, entryOf(c, 0))
 	}
@@ -141,11 +146,12 @@ func (p *Plan) ExitCode() int {
 }
 
 // Lines returns the plan as text, one line per entry: changes, then holds,
-// then refused changes.
+// then refused changes, then what release gates hold back.
 //
 //	clusters/prod/agent.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.2 (sha256:…)
 //	held: fleet/agent 1.4.2 (reverted in 9ab2c3d4e5)
 //	refused: clusters/prod/agent.yaml: fleet/agent 2.0.0 --> 1.9.0 (downgrade)
+//	gated: fleet/agent 1.5.1 (promotion at ReleaseGate prod: eu-staging runs 1.4.2)
 func (p *Plan) Lines() []string {
 	var lines []string
 	for _, e := range p.Changes {
@@ -160,6 +166,9 @@ func (p *Plan) Lines() []string {
 	}
 	for _, e := range p.Refused {
 		lines = append(lines, fmt.Sprintf("refused: %s: %s %s --> %s (%s)", e.File, e.Policy, e.Old, e.New, e.Refusal))
+	}
+	for _, g := range p.Gated {
+		lines = append(lines, g.line())
 	}
 	return lines
 }

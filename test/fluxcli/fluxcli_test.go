@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -339,4 +340,71 @@ spec:
 		}).Should(Succeed())
 		g.Expect(git.ReadFile(t, "fleet", "main", "clusters/my-cluster/podinfo.yaml")).To(ContainSubstring(image + ":5.2.0 #"))
 	})
+}
+
+// TestFluxCLIShowsReleaseGates shows that `flux get image policy` tells
+// why a policy holds a newer version back: the ReleaseGate's promotion
+// waits for the staging Sync to run it.
+func TestFluxCLIShowsReleaseGates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	bin := fluxBinary(t)
+	c := manager.StartCluster(t)
+	manager.Start(t, manager.Build(t), c.KubeConfigPath, t.TempDir(), "--controllers=image,sync")
+	reg := registry.Start(t)
+	reg.PushTags(t, "stefanprodan/podinfo", "5.0.0", "5.1.0")
+	image := reg.Image("stefanprodan/podinfo")
+	ns := "gates"
+	g.Expect(c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	git := gitserver.Start(t)
+	url := git.InitRepo(t, "fleet", "main", map[string]string{"staging/podinfo.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: podinfo, namespace: ` + ns + `}
+spec:
+  selector: {matchLabels: {app: podinfo}}
+  template:
+    metadata: {labels: {app: podinfo}}
+    spec:
+      containers:
+      - {name: podinfo, image: "` + image + `:5.0.0"}
+`})
+	flux := cli{bin: bin, kubeconfig: c.KubeConfigPath, namespace: ns}
+	for _, doc := range []string{`apiVersion: uprev.dev/v1alpha1
+kind: Sync
+metadata: {name: staging, namespace: ` + ns + `}
+spec:
+  interval: 1h
+  git: {url: "` + url + `", ref: {branch: main}}
+  path: ./staging
+  targets: [{name: eu-staging}]
+  wait: true
+  timeout: 1m
+`, `apiVersion: uprev.dev/v1alpha1
+kind: ReleaseGate
+metadata: {name: prod, namespace: ` + ns + `}
+spec:
+  policySelector: {matchLabels: {stage: prod}}
+  promotion: {sync: staging, targets: [eu-staging]}
+`, `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImageRepository
+metadata: {name: podinfo, namespace: ` + ns + `}
+spec:
+  image: ` + image + `
+  interval: 1h
+`, `apiVersion: image.toolkit.fluxcd.io/v1
+kind: ImagePolicy
+metadata: {name: podinfo, namespace: ` + ns + `, labels: {stage: prod}}
+spec:
+  imageRepositoryRef: {name: podinfo}
+  policy: {semver: {range: 5.x}}
+`} {
+		createFromYAML(t, c.Client, doc)
+	}
+	// No kubelet runs here: the test makes the staging Deployment healthy.
+	g.Eventually(func() error { return cluster.MarkDeploymentAvailable(ctx, c.Client, ns, "podinfo") }).WithTimeout(time.Minute).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		out := flux.mustRun(t, "get", "image", "policy", "podinfo")
+		g.Expect(out).To(MatchRegexp(`podinfo\s+` + image + `\s+5\.0\.0\s+True\s+.*5\.1\.0 waits for promotion: eu-staging runs 5\.0\.0 \(ReleaseGate prod\)`))
+	}).WithTimeout(time.Minute).Should(Succeed())
 }
