@@ -102,6 +102,7 @@ func NewRootCommand(opts Options) *cobra.Command {
 		newSuspendCommand(opts),
 		newResumeCommand(opts),
 		newReleaseHoldCommand(opts),
+		newDashboardCommand(opts),
 		newVersionCommand(opts),
 	)
 	return root
