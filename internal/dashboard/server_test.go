@@ -205,7 +205,7 @@ func TestPage(t *testing.T) {
 	g.Expect(page).To(ContainSubstring(`<code>uprev release-hold fleet web -n page</code>`))
 	g.Expect(page).To(ContainSubstring("apps/kms.yaml stays at 2.3.0; the policy selects the lower 2.2.0"))
 	g.Expect(page).To(ContainSubstring("Latest image for registry.example.com/acme/agent updated from 1.0.0 to 1.1.0"), "history from Events")
-	g.Expect(page).To(ContainSubstring("eu-1 got 1.1.0 (" + newRevision + ")"), "history from status")
+	g.Expect(page).To(ContainSubstring("eu-1 got 1.1.0 ("+newRevision+")"), "history from status")
 	g.Expect(page).To(ContainSubstring(`href="/object/Sync/page/agent"`))
 	g.Expect(page).To(ContainSubstring(`href="/object/Event/page/agent.1"`))
 
