@@ -36,6 +36,9 @@ type Rollout struct {
 	Ready string `json:"ready,omitempty"`
 	// Suspended says the Sync is suspended.
 	Suspended bool `json:"suspended,omitempty"`
+	// HealthChecked says the Sync health-checks what it applies
+	// (spec.wait); without, a target's Healthy says nothing.
+	HealthChecked bool `json:"healthChecked,omitempty"`
 }
 
 // Wave is one rollout wave.
@@ -88,7 +91,7 @@ func Rollouts(syncs []uprevv1.Sync) []Rollout {
 	rollouts := make([]Rollout, 0, len(sorted))
 	for i := range sorted {
 		s := &sorted[i]
-		r := Rollout{Namespace: s.Namespace, Name: s.Name, Revision: s.Status.LastAttemptedRevision, Suspended: s.Spec.Suspend}
+		r := Rollout{Namespace: s.Namespace, Name: s.Name, Revision: s.Status.LastAttemptedRevision, Suspended: s.Spec.Suspend, HealthChecked: s.Spec.Wait}
 		if c := apimeta.FindStatusCondition(s.Status.Conditions, meta.ReadyCondition); c != nil {
 			r.Ready, r.Status = string(c.Status), c.Message
 		}
