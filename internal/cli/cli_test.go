@@ -17,13 +17,18 @@ func TestHelp(t *testing.T) {
 		r := uprev(t, args...)
 		g.Expect(r.code).To(Equal(0), "uprev %v: %s", args, r.stderr)
 		g.Expect(r.stderr).To(BeEmpty())
-		for _, cmd := range []string{"run", "version", "plan", "get", "reconcile", "suspend", "resume", "release-hold", "completion"} {
+		for _, cmd := range []string{"run", "version", "plan", "get", "reconcile", "suspend", "resume", "release-hold", "dashboard", "completion"} {
 			g.Expect(r.stdout).To(MatchRegexp(`(?m)^  `+cmd+` +\S`), "uprev %v lists %s", args, cmd)
 		}
 		g.Expect(r.stdout).NotTo(ContainSubstring("--controllers"), "the manager's flags are under `uprev run -h`")
 	}
 
-	r := uprev(t, "run", "-h")
+	r := uprev(t)
+	g.Expect(r.code).To(Equal(0), "bare uprev prints its help and starts no manager: %s", r.stderr)
+	g.Expect(r.stdout).To(MatchRegexp(`(?m)^  run +\S`))
+	g.Expect(r.stdout).To(ContainSubstring("The manager is 'uprev run'"))
+
+	r = uprev(t, "run", "-h")
 	g.Expect(r.code).To(Equal(0))
 	for _, flag := range []string{"--controllers", "--storage-path", "--enable-leader-election", "--log-level", "--webhook-addr", "--no-cross-namespace-refs", "--default-service-account"} {
 		g.Expect(r.stdout).To(ContainSubstring(flag))
