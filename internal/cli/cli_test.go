@@ -87,7 +87,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"get"}, "uprev get: a noun is required: policies, automations, syncs, holds or gates\n"},
 		{[]string{"get", "clusters"}, "uprev get: unknown noun \"clusters\": want policies, automations, syncs, holds or gates\n"},
 		{[]string{"get", "polices"}, "uprev get: unknown noun \"polices\": want policies, automations, syncs, holds or gates (did you mean policies?)\n"},
-		{[]string{"get", "syncs", "-o", "table", kubeconfigFlag}, "uprev get syncs: unknown output format \"table\": want wide, yaml or json\n"},
+		{[]string{"get", "syncs", "-o", "table", kubeconfigFlag}, "uprev get syncs: unknown output format \"table\": want wide, yaml, json or name\n"},
 		{[]string{"get", "syncs", "prod", "-A", kubeconfigFlag}, "uprev get syncs: names cannot be looked up across all namespaces (-A); give a namespace with -n\n"},
 		{[]string{"reconcile"}, "uprev reconcile: a kind is required: automation, sync, repository, policy or imageupdateautomation\n"},
 		{[]string{"reconcile", "deployment", "x"}, "uprev reconcile: unknown kind \"deployment\": want automation, sync, repository, policy or imageupdateautomation\n"},

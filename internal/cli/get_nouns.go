@@ -29,7 +29,11 @@ type objectPtr[T any] interface {
 func readObjects[T any, P objectPtr[T]](ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, list client.ObjectList, items *[]T, q Query) ([]P, error) {
 	var objs []P
 	if len(q.Names) == 0 {
-		if err := c.List(ctx, list, client.InNamespace(q.Namespace)); err != nil {
+		opts := []client.ListOption{client.InNamespace(q.Namespace)}
+		if q.Selector != nil {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: q.Selector})
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 		}
 		for i := range *items {
@@ -63,6 +67,7 @@ func lookupError(err error, kind, namespace, name string) error {
 func policiesNoun() Noun {
 	return Noun{
 		Name:    "policies",
+		Watches: func() client.ObjectList { return &imagev1.ImagePolicyList{} },
 		Aliases: []string{"policy", "imagepolicies", "imagepolicy"},
 		Short:   "List ImagePolicies and the version each selects",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -105,6 +110,7 @@ func readAutomations(ctx context.Context, c client.Reader, q Query) ([]*uprevv1.
 func automationsNoun() Noun {
 	return Noun{
 		Name:    "automations",
+		Watches: func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
 		Aliases: []string{"automation", "updateautomations", "updateautomation", "ua"},
 		Short:   "List UpdateAutomations, their last commit and holds",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -134,6 +140,7 @@ func automationsNoun() Noun {
 func syncsNoun() Noun {
 	return Noun{
 		Name:    "syncs",
+		Watches: func() client.ObjectList { return &uprevv1.SyncList{} },
 		Aliases: []string{"sync"},
 		Short:   "List Syncs, their revision and how many targets applied it",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -198,6 +205,7 @@ type holdRecord struct {
 func holdsNoun() Noun {
 	return Noun{
 		Name:    "holds",
+		Watches: func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
 		Aliases: []string{"hold"},
 		Short:   "List the versions UpdateAutomations hold because someone reverted them",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -236,6 +244,7 @@ func guardHold(h uprevv1.Hold) guard.Hold {
 func gatesNoun() Noun {
 	return Noun{
 		Name:    "gates",
+		Watches: func() client.ObjectList { return &uprevv1.ReleaseGateList{} },
 		Aliases: []string{"gate", "releasegates", "releasegate"},
 		Short:   "List ReleaseGates and the versions waiting at them",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
