@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/uprev-dev/uprev/internal/version"
 )
@@ -103,4 +105,36 @@ func TestUsageErrors(t *testing.T) {
 			g.Expect(r.stderr).To(HavePrefix(tc.want))
 		})
 	}
+}
+
+// TestVersionServer shows `uprev version --manager`: the image each manager
+// Pod runs, as text and as JSON.
+func TestVersionServer(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pod := func(name string, labels map[string]string, image string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image}}},
+		}
+	}
+	manager := map[string]string{"app.kubernetes.io/name": "uprev", "app.kubernetes.io/component": "manager"}
+	running := pod("uprev-7d9f", manager, "ghcr.io/uprev-dev/uprev:v1.2.3")
+	g.Expect(k8s.Create(t.Context(), running)).To(Succeed())
+	running.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "manager", Image: "ghcr.io/uprev-dev/uprev:v1.2.3", ImageID: "ghcr.io/uprev-dev/uprev@" + agentDigest}}
+	g.Expect(k8s.Status().Update(t.Context(), running)).To(Succeed())
+	g.Expect(k8s.Create(t.Context(), pod("other", map[string]string{"app.kubernetes.io/name": "other"}, "example.com/other:1"))).To(Succeed())
+
+	r := uprev(t, "version", "--manager", "--manager-namespace", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "Client: " + version.Version() + "\nServer: ghcr.io/uprev-dev/uprev:v1.2.3 (Pod uprev-7d9f, ghcr.io/uprev-dev/uprev@" + agentDigest + ")\n"}))
+
+	r = uprev(t, "version", "--manager", "-o", "json", "--manager-namespace", ns, kubeconfigFlag)
+	g.Expect(r.code).To(Equal(0), r.stderr)
+	g.Expect(r.stdout).To(MatchJSON(`{"clientVersion": "` + version.Version() + `", "servers": [{"pod": "uprev-7d9f", "image": "ghcr.io/uprev-dev/uprev:v1.2.3", "imageID": "ghcr.io/uprev-dev/uprev@` + agentDigest + `"}]}`))
+
+	r = uprev(t, "version", "-o", "json")
+	g.Expect(r.stdout).To(MatchJSON(`{"clientVersion": "` + version.Version() + `"}`), "without --manager, no cluster is read")
+
+	r = uprev(t, "version", "--manager", "--manager-namespace", "nowhere", kubeconfigFlag)
+	g.Expect(r.stdout).To(HaveSuffix("Server: no manager Pod in namespace nowhere\n"))
 }
