@@ -133,7 +133,7 @@ func TestVersionServer(t *testing.T) {
 	g.Expect(r.stdout).To(MatchJSON(`{"clientVersion": "` + version.Version() + `", "servers": [{"pod": "uprev-7d9f", "image": "ghcr.io/uprev-dev/uprev:v1.2.3", "imageID": "ghcr.io/uprev-dev/uprev@` + agentDigest + `"}]}`))
 
 	r = uprev(t, "version", "-o", "json")
-	g.Expect(r.stdout).To(MatchJSON(`{"clientVersion": "` + version.Version() + `"}`), "without --manager, no cluster is read")
+	g.Expect(r.stdout).To(MatchJSON(`{"clientVersion": "`+version.Version()+`"}`), "without --manager, no cluster is read")
 
 	r = uprev(t, "version", "--manager", "--manager-namespace", "nowhere", kubeconfigFlag)
 	g.Expect(r.stdout).To(HaveSuffix("Server: no manager Pod in namespace nowhere\n"))

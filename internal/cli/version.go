@@ -144,4 +144,3 @@ func (o *versionOptions) servers(ctx context.Context, warnings io.Writer) ([]ser
 	slices.SortFunc(servers, func(a, b serverVersion) int { return strings.Compare(a.Pod, b.Pod) })
 	return servers, nil
 }
-
