@@ -80,7 +80,7 @@ type Row struct {
 // getNouns returns the nouns of `uprev get`, in the order its help lists
 // them.
 func getNouns() []Noun {
-	return []Noun{policiesNoun(), automationsNoun(), syncsNoun(), holdsNoun(), gatesNoun()}
+	return []Noun{policiesNoun(), automationsNoun(), fluxAutomationsNoun(), syncsNoun(), holdsNoun(), gatesNoun()}
 }
 
 // Output formats of `uprev get -o`.

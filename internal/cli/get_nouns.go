@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -128,6 +129,45 @@ func automationsNoun() Noun {
 					a.Name, ready, boolCell(a.Spec.Suspend), shortSHA(a.Status.LastPushCommit), strconv.Itoa(len(a.Status.Holds)),
 					message, age(a.CreationTimestamp, q.Now),
 					a.Spec.Git.URL, a.PushBranch(), ageOf(a.Status.LastPushTime, q.Now),
+				}})
+			}
+			return t, nil
+		},
+	}
+}
+
+// fluxAutomationsNoun lists Flux's ImageUpdateAutomations that uprev
+// serves: what each last pushed. Their status has no field for holds; the
+// Ready message counts them ("1 held").
+func fluxAutomationsNoun() Noun {
+	return Noun{
+		Name:    "imageupdateautomations",
+		Watches: func() client.ObjectList { return &iacv1.ImageUpdateAutomationList{} },
+		Aliases: []string{"imageupdateautomation", "iua"},
+		Short:   "List Flux ImageUpdateAutomations and their last commit",
+		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
+			var list iacv1.ImageUpdateAutomationList
+			autos, err := readObjects[iacv1.ImageUpdateAutomation](ctx, c, iacv1.GroupVersion.WithKind(iacv1.ImageUpdateAutomationKind), &list, &list.Items, q)
+			if err != nil {
+				return nil, err
+			}
+			t := &Table{Columns: []Column{
+				{Header: "NAME"}, {Header: "READY"}, {Header: "SUSPENDED"}, {Header: "LAST COMMIT"}, {Header: "STATUS"}, {Header: "AGE"},
+				{Header: "SOURCE", Wide: true}, {Header: "PUSH BRANCH", Wide: true}, {Header: "LAST PUSH", Wide: true},
+			}}
+			for _, a := range autos {
+				ready, message := readyCells(a.Status.Conditions)
+				var pushBranch string
+				if git := a.Spec.GitSpec; git != nil && git.Push != nil {
+					pushBranch = git.Push.Branch
+				}
+				source := a.Spec.SourceRef.Kind + "/" + a.Spec.SourceRef.Name
+				if a.Spec.SourceRef.Namespace != "" && a.Spec.SourceRef.Namespace != a.Namespace {
+					source = a.Spec.SourceRef.Kind + "/" + a.Spec.SourceRef.Namespace + "/" + a.Spec.SourceRef.Name
+				}
+				t.Rows = append(t.Rows, Row{Namespace: a.Namespace, Object: a, Cells: []string{
+					a.Name, ready, boolCell(a.Spec.Suspend), shortSHA(a.Status.LastPushCommit), message, age(a.CreationTimestamp, q.Now),
+					source, pushBranch, ageOf(a.Status.LastPushTime, q.Now),
 				}})
 			}
 			return t, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -356,4 +357,35 @@ func TestGetWatch(t *testing.T) {
 	cancel()
 	g.Eventually(done).Should(Receive(Equal(0)))
 	g.Expect(stderr.String()).To(BeEmpty())
+}
+
+// TestGetFluxAutomations lists Flux's ImageUpdateAutomations, whose last
+// push uprev writes into Flux's status.
+func TestGetFluxAutomations(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pushed := metav1.NewTime(now.Add(-5 * time.Minute))
+	flux := &iacv1.ImageUpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-system"},
+		Spec: iacv1.ImageUpdateAutomationSpec{
+			SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			GitSpec: &iacv1.GitSpec{
+				Commit: iacv1.CommitSpec{Author: iacv1.CommitUser{Name: "flux", Email: "flux@example.com"}},
+				Push:   &iacv1.PushSpec{Branch: "flux/updates"},
+			},
+		},
+		Status: iacv1.ImageUpdateAutomationStatus{
+			LastPushCommit: pushCommit, LastPushTime: &pushed,
+			Conditions: []metav1.Condition{ready(metav1.ConditionTrue, "Succeeded", "no change; 1 held")},
+		},
+	}
+	createWithStatus(t, flux)
+	r := uprev(t, "get", "iua", "-o", "wide", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: table(
+		"NAME          READY   SUSPENDED   LAST COMMIT   STATUS              AGE   SOURCE                      PUSH BRANCH    LAST PUSH",
+		"flux-system   True    False       3f1c0d9a2b    no change; 1 held   3d    GitRepository/flux-system   flux/updates   5m",
+	)}))
+	r = uprev(t, "get", "imageupdateautomations", "-o", "name", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system\n"}))
 }
