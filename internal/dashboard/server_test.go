@@ -77,6 +77,19 @@ func createWithStatus(t *testing.T, obj client.Object) {
 	}
 }
 
+// runs counts the namespaces newNamespace made per name, so that a test run
+// again (-count) gets a namespace of its own too.
+var runs = map[string]int{}
+
+// newNamespace returns name, or, when a test runs again, name and the run.
+func newNamespace(name string) string {
+	runs[name]++
+	if n := runs[name]; n > 1 {
+		return fmt.Sprintf("%s-%d", name, n)
+	}
+	return name
+}
+
 // createFleet creates in a new namespace a fleet mid-rollout: agent 1.1.0
 // is the latest, eu-1 (wave 1) runs it and us-1 (wave 2) waits with
 // 1.0.0; the automation pushed it and holds web 2.1.0.
@@ -193,28 +206,28 @@ func get(t *testing.T, ts *httptest.Server, path, host string) (int, string) {
 
 func TestPage(t *testing.T) {
 	g := NewWithT(t)
-	ns := "page"
+	ns := newNamespace("page")
 	createFleet(t, ns)
 	ts := startServer(t, ns)
 	code, page := get(t, ts, "/", "")
 	g.Expect(code).To(Equal(http.StatusOK), page)
-	g.Expect(page).To(ContainSubstring(`data-component="page/agent" data-target="page/agent/eu-1" data-state="up-to-date"`))
-	g.Expect(page).To(ContainSubstring(`data-component="page/agent" data-target="page/agent/us-1" data-state="waiting"`))
+	g.Expect(page).To(ContainSubstring(`data-component="` + ns + `/agent" data-target="` + ns + `/agent/eu-1" data-state="up-to-date"`))
+	g.Expect(page).To(ContainSubstring(`data-component="` + ns + `/agent" data-target="` + ns + `/agent/us-1" data-state="waiting"`))
 	g.Expect(page).To(ContainSubstring(`1.1.0<span class="digest">@sha256:111111111111</span>`), "the latest version with its digest")
 	g.Expect(page).To(ContainSubstring("Wave 2: waiting (rollout of " + newRevision + ": 1 of 2 waves done, next wave in 8s)"))
-	g.Expect(page).To(ContainSubstring(`<code>uprev release-hold fleet web -n page</code>`))
+	g.Expect(page).To(ContainSubstring(`<code>uprev release-hold fleet web -n ` + ns + `</code>`))
 	g.Expect(page).To(ContainSubstring("apps/kms.yaml stays at 2.3.0; the policy selects the lower 2.2.0"))
 	g.Expect(page).To(ContainSubstring("Latest image for registry.example.com/acme/agent updated from 1.0.0 to 1.1.0"), "history from Events")
 	g.Expect(page).To(ContainSubstring("eu-1 got 1.1.0 ("+newRevision+")"), "history from status")
-	g.Expect(page).To(ContainSubstring(`href="/object/Sync/page/agent"`))
-	g.Expect(page).To(ContainSubstring(`href="/object/Event/page/agent.1"`))
+	g.Expect(page).To(ContainSubstring(`href="/object/Sync/` + ns + `/agent"`))
+	g.Expect(page).To(ContainSubstring(`href="/object/Event/` + ns + `/agent.1"`))
 
-	code, yaml := get(t, ts, "/object/Sync/page/agent", "")
+	code, yaml := get(t, ts, "/object/Sync/"+ns+"/agent", "")
 	g.Expect(code).To(Equal(http.StatusOK))
-	g.Expect(yaml).To(HavePrefix("# kubectl get sync.uprev.dev agent -n page -o yaml\n"))
+	g.Expect(yaml).To(HavePrefix("# kubectl get sync.uprev.dev agent -n " + ns + " -o yaml\n"))
 	g.Expect(yaml).To(ContainSubstring("lastAttemptedRevision: " + newRevision))
 	g.Expect(yaml).NotTo(ContainSubstring("managedFields"))
-	code, _ = get(t, ts, "/object/Event/page/agent.1", "")
+	code, _ = get(t, ts, "/object/Event/"+ns+"/agent.1", "")
 	g.Expect(code).To(Equal(http.StatusOK))
 }
 
@@ -222,16 +235,16 @@ func TestPage(t *testing.T) {
 // other; a Secret the user may read is not served.
 func TestObjectKinds(t *testing.T) {
 	g := NewWithT(t)
-	ns := "kinds"
+	ns := newNamespace("kinds")
 	createFleet(t, ns)
 	g.Expect(k8s.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "token"}, StringData: map[string]string{"token": "s3cr3t"}})).To(Succeed())
 	ts := startServer(t, ns)
-	code, body := get(t, ts, "/object/Secret/kinds/token", "")
+	code, body := get(t, ts, "/object/Secret/"+ns+"/token", "")
 	g.Expect(code).To(Equal(http.StatusNotFound))
 	g.Expect(body).NotTo(ContainSubstring("s3cr3t"))
-	code, body = get(t, ts, "/object/Sync/kinds/missing", "")
+	code, body = get(t, ts, "/object/Sync/"+ns+"/missing", "")
 	g.Expect(code).To(Equal(http.StatusNotFound))
-	g.Expect(body).To(ContainSubstring(`reading Sync kinds/missing`))
+	g.Expect(body).To(ContainSubstring("reading Sync " + ns + "/missing"))
 }
 
 // TestForeignHost is a web page of another site that points its DNS name
@@ -239,11 +252,11 @@ func TestObjectKinds(t *testing.T) {
 // browser: the dashboard answers no Host but its own.
 func TestForeignHost(t *testing.T) {
 	g := NewWithT(t)
-	ns := "rebinding"
+	ns := newNamespace("rebinding")
 	createFleet(t, ns)
 	ts := startServer(t, ns)
 	_, port, _ := strings.Cut(strings.TrimPrefix(ts.URL, "http://"), ":")
-	for _, path := range []string{"/", "/events", "/object/Sync/rebinding/agent", "/web/dashboard.js"} {
+	for _, path := range []string{"/", "/events", "/object/Sync/" + ns + "/agent", "/web/dashboard.js"} {
 		code, body := get(t, ts, path, "attacker.example:"+port)
 		g.Expect(code).To(Equal(http.StatusForbidden), path)
 		g.Expect(body).NotTo(ContainSubstring("agent"), path)
@@ -258,7 +271,7 @@ func TestForeignHost(t *testing.T) {
 // server-sent event, the waiting cell now current.
 func TestLiveUpdates(t *testing.T) {
 	g := NewWithT(t)
-	ns := "live"
+	ns := newNamespace("live")
 	sync := createFleet(t, ns)
 	ts := startServer(t, ns)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/events", nil)
@@ -270,7 +283,7 @@ func TestLiveUpdates(t *testing.T) {
 	events := make(chan string)
 	go readEvents(resp.Body, events)
 	us1 := func(state string) string {
-		return `data-target="live/agent/us-1" data-state="` + state + `"`
+		return `data-target="` + ns + `/agent/us-1" data-state="` + state + `"`
 	}
 	g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(us1("waiting"))))
 
