@@ -24,4 +24,4 @@ RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
 FROM gcr.io/distroless/static:nonroot
 COPY --from=builder /out/uprev /uprev
 USER 65532:65532
-ENTRYPOINT ["/uprev"]
+ENTRYPOINT ["/uprev", "run"]

@@ -1,6 +1,6 @@
 package controllers
 
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagepolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -129,6 +129,12 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			r.forgetMetrics(pol, req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// Flux's image-reflector-controller puts its finalizer on every
+	// ImagePolicy it reconciled; uprev keeps nothing a finalizer guards,
+	// and releases it so that the object goes once deleted.
+	if !pol.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, removeFinalizer(ctx, r.Client, pol, imagev1.ImageFinalizer)
 	}
 	st := statusFields{&pol.Status.ObservedGeneration, &pol.Status.ReconcileRequestStatus}
 	return r.run(ctx, pol, st, pol.Spec.Suspend, func(ctx context.Context, _ progressFunc) outcome {

@@ -1,6 +1,6 @@
 package controllers
 
-// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories,verbs=get;list;watch
+// +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=image.toolkit.fluxcd.io,resources=imagerepositories/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets;serviceaccounts,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -94,6 +94,15 @@ func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			return ctrl.Result{}, r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, err
+	}
+	// Flux's image-reflector-controller puts its finalizer on every
+	// ImageRepository it reconciled; uprev keeps nothing a finalizer
+	// guards, and releases it so that the object goes once deleted.
+	if !repo.DeletionTimestamp.IsZero() {
+		if err := r.forget(req.NamespacedName); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, removeFinalizer(ctx, r.Client, repo, imagev1.ImageFinalizer)
 	}
 	st := statusFields{&repo.Status.ObservedGeneration, &repo.Status.ReconcileRequestStatus}
 	return r.run(ctx, repo, st, repo.Spec.Suspend, func(ctx context.Context, _ progressFunc) outcome {

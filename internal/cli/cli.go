@@ -1,7 +1,8 @@
 // Package cli is uprev's command line: the root command and its
-// subcommands, one file per command group. Without a subcommand the binary
-// runs the manager with the flags of `uprev run`, as config/manager starts
-// it.
+// subcommands, one file per command group. Bare, the binary prints its
+// help; with the manager's flags and no subcommand, it runs the manager as
+// `uprev run` does, so that Deployments written for earlier images keep
+// working.
 package cli
 
 import (
@@ -35,8 +36,7 @@ const (
 const rootLong = `uprev writes the versions its image policies select into Git and applies
 Git onto clusters.
 
-Without a command, uprev runs the manager with the flags of 'uprev run'
-(see 'uprev run --help'), as config/manager starts it.`
+The manager is 'uprev run' (see 'uprev run --help'), which the image runs.`
 
 // exitCode ends a command with an exit code other than 0 or 1 and no
 // message: `uprev plan` exits 2 when something would change.
@@ -72,9 +72,14 @@ func NewRootCommand(opts Options) *cobra.Command {
 		Use:   "uprev",
 		Short: "GitOps image automation for Kubernetes",
 		Long:  rootLong,
-		// The bare binary is the manager: its flags are those of `uprev
-		// run`, hidden here so that the help lists the commands.
+		// Bare, the binary prints its help. With the flags of `uprev run`,
+		// hidden here so that the help lists the commands, it is the
+		// manager, as images before the entrypoint was `uprev run` were
+		// started.
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().NFlag() == 0 {
+				return cmd.Help()
+			}
 			return mgr.run(cmd.Context())
 		},
 		SilenceErrors: true,
@@ -102,6 +107,7 @@ func NewRootCommand(opts Options) *cobra.Command {
 		newSuspendCommand(opts),
 		newResumeCommand(opts),
 		newReleaseHoldCommand(opts),
+		newDashboardCommand(opts),
 		newVersionCommand(opts),
 	)
 	return root

@@ -29,9 +29,9 @@ func newClusterFlags(fs *pflag.FlagSet) *clusterFlags {
 }
 
 // client returns a client of the cluster that knows every kind uprev
-// serves; the API server's warnings go to warnings, as kubectl prints
-// them.
-func (f *clusterFlags) client(warnings io.Writer) (client.Client, error) {
+// serves and can watch them; the API server's warnings go to warnings, as
+// kubectl prints them.
+func (f *clusterFlags) client(warnings io.Writer) (client.WithWatch, error) {
 	cfg, err := f.config.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w", err)
@@ -42,7 +42,7 @@ func (f *clusterFlags) client(warnings io.Writer) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}

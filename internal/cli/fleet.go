@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,10 @@ func (o *getOptions) fleetCommand(opts Options) *cobra.Command {
 
 // fleet reads the fleet view's inputs and prints its table.
 func (o *getOptions) fleet(ctx context.Context, opts Options) error {
+	switch {
+	case o.selector != "", o.watch, o.noHeaders, o.output == outputName:
+		return errors.New("the fleet view takes -n, -A and -o wide, yaml or json only (no -l, --watch, --no-headers or -o name); 'uprev dashboard' shows it live")
+	}
 	namespace := ""
 	if !o.allNamespaces {
 		ns, err := o.cluster.namespace()

@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -23,6 +29,10 @@ type Noun struct {
 	Short string
 	// Read reads the table to show from the cluster.
 	Read func(ctx context.Context, c client.Reader, q Query) (*Table, error)
+	// Watches returns an empty list of the kind whose objects the rows
+	// come from, which --watch watches; a row's object is one of them, or
+	// (holds) the row is read from one.
+	Watches func() client.ObjectList
 }
 
 // Query says what `uprev get` asks a noun for.
@@ -32,6 +42,9 @@ type Query struct {
 	// Names narrows the table to these objects; a missing one is an error
 	// (see notFound). Empty means all.
 	Names []string
+	// Selector narrows a table of all objects to those whose labels it
+	// matches (-l); nil means all.
+	Selector labels.Selector
 	// Now is the time ages are measured against.
 	Now time.Time
 }
@@ -67,7 +80,7 @@ type Row struct {
 // getNouns returns the nouns of `uprev get`, in the order its help lists
 // them.
 func getNouns() []Noun {
-	return []Noun{policiesNoun(), automationsNoun(), syncsNoun(), holdsNoun(), gatesNoun(), sourcesNoun()}
+	return []Noun{policiesNoun(), automationsNoun(), fluxAutomationsNoun(), syncsNoun(), holdsNoun(), gatesNoun(), sourcesNoun()}
 }
 
 // Output formats of `uprev get -o`.
@@ -76,6 +89,7 @@ const (
 	outputWide  = "wide"
 	outputYAML  = "yaml"
 	outputJSON  = "json"
+	outputName  = "name"
 )
 
 // getOptions are the flags `uprev get` shares among its nouns.
@@ -83,12 +97,17 @@ type getOptions struct {
 	cluster       *clusterFlags
 	allNamespaces bool
 	output        string
+	selector      string
+	watch         bool
+	noHeaders     bool
 }
 
 // getLong is the help of `uprev get`.
 const getLong = `Lists uprev's objects, or what their status says, as kubectl get does: in the
 namespace of -n (default: the kubeconfig context's), or in every namespace
-with -A; as a table, a wider table (-o wide), YAML or JSON.`
+with -A; those whose labels match -l only; as a table, a wider table (-o
+wide), YAML, JSON or the objects' names (-o name). With --watch, prints the
+rows again as their objects change, until interrupted.`
 
 // getExample shows `uprev get` at work.
 const getExample = `  uprev get syncs -A
@@ -124,7 +143,10 @@ func newGetCommand(opts Options) *cobra.Command {
 	fs := cmd.PersistentFlags()
 	o.cluster = newClusterFlags(fs)
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List in every namespace; the NAMESPACE column comes first.")
-	fs.StringVarP(&o.output, "output", "o", "", "Output format: wide, yaml or json; default: a table.")
+	fs.StringVarP(&o.output, "output", "o", "", "Output format: wide, yaml, json or name; default: a table.")
+	fs.StringVarP(&o.selector, "selector", "l", "", "Label selector: list only the objects whose labels match, as kubectl's -l (holds: of the automations that match).")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "After listing, print the rows of each object that changes, until interrupted.")
+	fs.BoolVar(&o.noHeaders, "no-headers", false, "Print tables without their header line.")
 	for _, n := range nouns {
 		cmd.AddCommand(o.nounCommand(n, opts))
 	}
@@ -156,17 +178,28 @@ func (o *getOptions) nounCommand(n Noun, opts Options) *cobra.Command {
 	}
 }
 
-// get reads the table of n and prints it.
+// get reads the table of n and prints it; with --watch, it then prints the
+// rows of each object that changes.
 func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []string) error {
 	switch o.output {
-	case outputTable, outputWide, outputYAML, outputJSON:
+	case outputTable, outputWide, outputYAML, outputJSON, outputName:
 	default:
-		return fmt.Errorf("unknown output format %q: want wide, yaml or json", o.output)
+		return fmt.Errorf("unknown output format %q: want wide, yaml, json or name", o.output)
 	}
 	if o.allNamespaces && len(names) > 0 {
 		return errors.New("names cannot be looked up across all namespaces (-A); give a namespace with -n")
 	}
 	q := Query{Names: names, Now: opts.Clock.Now()}
+	if o.selector != "" {
+		if len(names) > 0 {
+			return errors.New("names cannot be given with a selector (-l)")
+		}
+		selector, err := labels.Parse(o.selector)
+		if err != nil {
+			return fmt.Errorf("parsing the selector %q: %w", o.selector, err)
+		}
+		q.Selector = selector
+	}
 	if !o.allNamespaces {
 		ns, err := o.cluster.namespace()
 		if err != nil {
@@ -178,21 +211,99 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 	if err != nil {
 		return err
 	}
+	var since string
+	if o.watch {
+		// The watch starts where this list ends: what changes while the
+		// table is read is printed again, never lost.
+		if since, err = listVersion(ctx, c, n.Watches(), q); err != nil {
+			return err
+		}
+	}
 	t, err := n.Read(ctx, c, q)
 	if err != nil {
 		return err
 	}
-	switch o.output {
-	case outputYAML, outputJSON:
-		return printObjects(opts.Out, t, o.output, len(names) == 1)
-	}
-	if len(t.Rows) == 0 {
+	if len(t.Rows) == 0 && (o.output == outputTable || o.output == outputWide) {
 		if o.allNamespaces {
 			fmt.Fprintf(opts.ErrOut, "No %s found.\n", n.Name)
 		} else {
 			fmt.Fprintf(opts.ErrOut, "No %s found in namespace %s.\n", n.Name, q.Namespace)
 		}
+	} else if err := o.print(opts.Out, t, len(names) == 1, !o.noHeaders); err != nil {
+		return err
+	}
+	if !o.watch {
 		return nil
 	}
-	return printTable(opts.Out, t, o.output == outputWide, o.allNamespaces)
+	return o.watchRows(ctx, opts, c, n, q, since)
+}
+
+// print prints t in the output format; header says whether a table gets
+// its header line.
+func (o *getOptions) print(w io.Writer, t *Table, named, header bool) error {
+	switch o.output {
+	case outputYAML, outputJSON:
+		return printObjects(w, t, o.output, named)
+	case outputName:
+		return printNames(w, t)
+	default:
+		return printTable(w, t, o.output == outputWide, o.allNamespaces, header)
+	}
+}
+
+// listVersion returns the resource version of the list of the objects q
+// asks for (one object read), for a watch to start from.
+func listVersion(ctx context.Context, c client.Reader, list client.ObjectList, q Query) (string, error) {
+	if err := c.List(ctx, list, client.InNamespace(q.Namespace), client.Limit(1)); err != nil {
+		return "", fmt.Errorf("listing %T: %w", list, err)
+	}
+	return list.GetResourceVersion(), nil
+}
+
+// watchRows prints, for every object of n's kind that q asks for and that
+// changes after resource version since, its rows as they are now, until
+// ctx ends. A table's rows come without a header, as kubectl's do.
+func (o *getOptions) watchRows(ctx context.Context, opts Options, c client.WithWatch, n Noun, q Query, since string) error {
+	listOpts := []client.ListOption{client.InNamespace(q.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: since}}}
+	if q.Selector != nil {
+		listOpts = append(listOpts, client.MatchingLabelsSelector{Selector: q.Selector})
+	}
+	w, err := c.Watch(ctx, n.Watches(), listOpts...)
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", n.Name, err)
+	}
+	defer w.Stop()
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("watching %s: the API server ended the watch", n.Name)
+			}
+			ev = e
+		}
+		switch ev.Type {
+		case watch.Error:
+			return fmt.Errorf("watching %s: %v", n.Name, apierrors.FromObject(ev.Object))
+		case watch.Added, watch.Modified:
+		default: // deleted, or a bookmark
+			continue
+		}
+		obj, ok := ev.Object.(client.Object)
+		if !ok || (len(q.Names) > 0 && !slices.Contains(q.Names, obj.GetName())) {
+			continue
+		}
+		t, err := n.Read(ctx, c, Query{Namespace: obj.GetNamespace(), Names: []string{obj.GetName()}, Now: opts.Clock.Now()})
+		if err != nil {
+			fmt.Fprintf(opts.ErrOut, "%v\n", err) // deleted since, most likely
+			continue
+		}
+		if len(t.Rows) > 0 {
+			if err := o.print(opts.Out, t, true, false); err != nil {
+				return err
+			}
+		}
+	}
 }

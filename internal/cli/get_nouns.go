@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,7 +30,11 @@ type objectPtr[T any] interface {
 func readObjects[T any, P objectPtr[T]](ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, list client.ObjectList, items *[]T, q Query) ([]P, error) {
 	var objs []P
 	if len(q.Names) == 0 {
-		if err := c.List(ctx, list, client.InNamespace(q.Namespace)); err != nil {
+		opts := []client.ListOption{client.InNamespace(q.Namespace)}
+		if q.Selector != nil {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: q.Selector})
+		}
+		if err := c.List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 		}
 		for i := range *items {
@@ -63,6 +68,7 @@ func lookupError(err error, kind, namespace, name string) error {
 func policiesNoun() Noun {
 	return Noun{
 		Name:    "policies",
+		Watches: func() client.ObjectList { return &imagev1.ImagePolicyList{} },
 		Aliases: []string{"policy", "imagepolicies", "imagepolicy"},
 		Short:   "List ImagePolicies and the version each selects",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -105,6 +111,7 @@ func readAutomations(ctx context.Context, c client.Reader, q Query) ([]*uprevv1.
 func automationsNoun() Noun {
 	return Noun{
 		Name:    "automations",
+		Watches: func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
 		Aliases: []string{"automation", "updateautomations", "updateautomation", "ua"},
 		Short:   "List UpdateAutomations, their last commit and holds",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -129,11 +136,51 @@ func automationsNoun() Noun {
 	}
 }
 
+// fluxAutomationsNoun lists Flux's ImageUpdateAutomations that uprev
+// serves: what each last pushed. Their status has no field for holds; the
+// Ready message counts them ("1 held").
+func fluxAutomationsNoun() Noun {
+	return Noun{
+		Name:    "imageupdateautomations",
+		Watches: func() client.ObjectList { return &iacv1.ImageUpdateAutomationList{} },
+		Aliases: []string{"imageupdateautomation", "iua"},
+		Short:   "List Flux ImageUpdateAutomations and their last commit",
+		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
+			var list iacv1.ImageUpdateAutomationList
+			autos, err := readObjects[iacv1.ImageUpdateAutomation](ctx, c, iacv1.GroupVersion.WithKind(iacv1.ImageUpdateAutomationKind), &list, &list.Items, q)
+			if err != nil {
+				return nil, err
+			}
+			t := &Table{Columns: []Column{
+				{Header: "NAME"}, {Header: "READY"}, {Header: "SUSPENDED"}, {Header: "LAST COMMIT"}, {Header: "STATUS"}, {Header: "AGE"},
+				{Header: "SOURCE", Wide: true}, {Header: "PUSH BRANCH", Wide: true}, {Header: "LAST PUSH", Wide: true},
+			}}
+			for _, a := range autos {
+				ready, message := readyCells(a.Status.Conditions)
+				var pushBranch string
+				if git := a.Spec.GitSpec; git != nil && git.Push != nil {
+					pushBranch = git.Push.Branch
+				}
+				source := a.Spec.SourceRef.Kind + "/" + a.Spec.SourceRef.Name
+				if a.Spec.SourceRef.Namespace != "" && a.Spec.SourceRef.Namespace != a.Namespace {
+					source = a.Spec.SourceRef.Kind + "/" + a.Spec.SourceRef.Namespace + "/" + a.Spec.SourceRef.Name
+				}
+				t.Rows = append(t.Rows, Row{Namespace: a.Namespace, Object: a, Cells: []string{
+					a.Name, ready, boolCell(a.Spec.Suspend), shortSHA(a.Status.LastPushCommit), message, age(a.CreationTimestamp, q.Now),
+					source, pushBranch, ageOf(a.Status.LastPushTime, q.Now),
+				}})
+			}
+			return t, nil
+		},
+	}
+}
+
 // syncsNoun lists Syncs: the revision each applies and how many targets
 // have it.
 func syncsNoun() Noun {
 	return Noun{
 		Name:    "syncs",
+		Watches: func() client.ObjectList { return &uprevv1.SyncList{} },
 		Aliases: []string{"sync"},
 		Short:   "List Syncs, their revision and how many targets applied it",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -198,6 +245,7 @@ type holdRecord struct {
 func holdsNoun() Noun {
 	return Noun{
 		Name:    "holds",
+		Watches: func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
 		Aliases: []string{"hold"},
 		Short:   "List the versions UpdateAutomations hold because someone reverted them",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
@@ -236,6 +284,7 @@ func guardHold(h uprevv1.Hold) guard.Hold {
 func gatesNoun() Noun {
 	return Noun{
 		Name:    "gates",
+		Watches: func() client.ObjectList { return &uprevv1.ReleaseGateList{} },
 		Aliases: []string{"gate", "releasegates", "releasegate"},
 		Short:   "List ReleaseGates and the versions waiting at them",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,22 +17,24 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// printTable writes t as kubectl does: a header in capitals, then one line
-// per row, in columns; wide columns only when wide, NAMESPACE first when
-// namespaced.
-func printTable(w io.Writer, t *Table, wide, namespaced bool) error {
+// printTable writes t as kubectl does: a header in capitals (unless
+// header is false), then one line per row, in columns; wide columns only
+// when wide, NAMESPACE first when namespaced.
+func printTable(w io.Writer, t *Table, wide, namespaced, header bool) error {
 	var b bytes.Buffer
 	tw := printers.GetNewTabWriter(&b)
-	var header []string
+	var headers []string
 	if namespaced {
-		header = append(header, "NAMESPACE")
+		headers = append(headers, "NAMESPACE")
 	}
 	for _, c := range t.Columns {
 		if wide || !c.Wide {
-			header = append(header, c.Header)
+			headers = append(headers, c.Header)
 		}
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	if header {
+		fmt.Fprintln(tw, strings.Join(headers, "\t"))
+	}
 	for _, r := range t.Rows {
 		var cells []string
 		if namespaced {
@@ -50,6 +53,23 @@ func printTable(w io.Writer, t *Table, wide, namespaced bool) error {
 	// Empty last cells leave the padding of the cells before them.
 	for line := range strings.Lines(b.String()) {
 		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printNames writes the rows' objects as kubectl's -o name does:
+// <kind>.<group>/<name>, one a line. Rows that are no object (holds) have
+// no name.
+func printNames(w io.Writer, t *Table) error {
+	for _, r := range t.Rows {
+		obj, ok := r.Object.(client.Object)
+		if !ok {
+			return errors.New("-o name prints objects, and these rows are none; use -o yaml or -o json")
+		}
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if _, err := fmt.Fprintf(w, "%s.%s/%s\n", strings.ToLower(gvk.Kind), gvk.Group, obj.GetName()); err != nil {
 			return err
 		}
 	}

@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/syncbuf"
 )
 
 // TestGetTables shows each noun's table, plain and wide, for the objects
@@ -279,4 +285,107 @@ func TestGetGates(t *testing.T) {
 		NewWithT(t).Expect(uprev(t, "get", "gates", "-n", "no-such-namespace", kubeconfigFlag)).
 			To(Equal(result{stderr: "No gates found in namespace no-such-namespace.\n"}))
 	})
+}
+
+// TestGetSelectorNamesNoHeaders shows -l, -o name and --no-headers.
+func TestGetSelectorNamesNoHeaders(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	createFleet(t, ns)
+	prod := &uprevv1.Sync{}
+	prod.Namespace, prod.Name = ns, "prod"
+	get(t, prod)
+	prod.Labels = map[string]string{"team": "platform"}
+	g.Expect(k8s.Update(t.Context(), prod)).To(Succeed())
+
+	r := uprev(t, "get", "syncs", "-l", "team=platform", "-n", ns, kubeconfigFlag)
+	g.Expect(r.code).To(Equal(0), r.stderr)
+	g.Expect(r.stdout).To(MatchRegexp(`^NAME +READY .*\nprod +False .*\n$`))
+	r = uprev(t, "get", "syncs", "-l", "team=platform", "-o", "name", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "sync.uprev.dev/prod\n"}))
+	r = uprev(t, "get", "syncs", "-l", "team!=platform", "-o", "name", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "sync.uprev.dev/staging\n"}))
+	r = uprev(t, "get", "policies", "-o", "name", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "imagepolicy.image.toolkit.fluxcd.io/agent\nimagepolicy.image.toolkit.fluxcd.io/kms\n"}))
+	r = uprev(t, "get", "syncs", "-l", "team=nobody", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stderr: "No syncs found in namespace " + ns + ".\n"}))
+
+	r = uprev(t, "get", "syncs", "--no-headers", "-n", ns, kubeconfigFlag)
+	g.Expect(r.code).To(Equal(0), r.stderr)
+	g.Expect(r.stdout).To(MatchRegexp(`^prod +False .*\nstaging +\S+ +True .*\n$`))
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "holds", "-o", "name"}, "uprev get holds: -o name prints objects, and these rows are none; use -o yaml or -o json\n"},
+		{[]string{"get", "syncs", "prod", "-l", "team=platform"}, "uprev get syncs: names cannot be given with a selector (-l)\n"},
+		{[]string{"get", "syncs", "-l", "team in (a"}, `uprev get syncs: parsing the selector "team in (a": `},
+		{[]string{"get", "fleet", "--watch"}, "uprev get fleet: the fleet view takes -n, -A and -o wide, yaml or json only"},
+	} {
+		r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
+		g.Expect(r.code).To(Equal(1), strings.Join(tc.args, " "))
+		g.Expect(r.stderr).To(HavePrefix(tc.want), strings.Join(tc.args, " "))
+	}
+}
+
+// TestGetWatch shows --watch: the table, then the row of each object that
+// changes, until interrupted.
+func TestGetWatch(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	createFleet(t, ns)
+	ctx, cancel := context.WithCancel(t.Context())
+	var stdout, stderr syncbuf.Buffer
+	done := make(chan int)
+	go func() {
+		done <- Execute(ctx, []string{"get", "syncs", "-w", "-n", ns, kubeconfigFlag}, Options{
+			IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr},
+			Clock:     clocktesting.NewFakeClock(now),
+		})
+	}()
+	g.Eventually(stdout.String).Should(MatchRegexp(`^NAME +READY .*\nprod +False .*\nstaging .*\n$`))
+
+	staging := &uprevv1.Sync{}
+	staging.Namespace, staging.Name = ns, "staging"
+	get(t, staging)
+	staging.Spec.Suspend = false
+	g.Expect(k8s.Update(t.Context(), staging)).To(Succeed())
+	g.Eventually(stdout.String).Should(MatchRegexp(`\nstaging +\S+ +False .*\n$`), "the changed Sync's row, now not suspended")
+	g.Expect(strings.Count(stdout.String(), "\n")).To(Equal(4), "the table and the one changed row:\n%s", stdout.String())
+
+	cancel()
+	g.Eventually(done).Should(Receive(Equal(0)))
+	g.Expect(stderr.String()).To(BeEmpty())
+}
+
+// TestGetFluxAutomations lists Flux's ImageUpdateAutomations, whose last
+// push uprev writes into Flux's status.
+func TestGetFluxAutomations(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	pushed := metav1.NewTime(now.Add(-5 * time.Minute))
+	flux := &iacv1.ImageUpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-system"},
+		Spec: iacv1.ImageUpdateAutomationSpec{
+			SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			GitSpec: &iacv1.GitSpec{
+				Commit: iacv1.CommitSpec{Author: iacv1.CommitUser{Name: "flux", Email: "flux@example.com"}},
+				Push:   &iacv1.PushSpec{Branch: "flux/updates"},
+			},
+		},
+		Status: iacv1.ImageUpdateAutomationStatus{
+			LastPushCommit: pushCommit, LastPushTime: &pushed,
+			Conditions: []metav1.Condition{ready(metav1.ConditionTrue, "Succeeded", "no change; 1 held")},
+		},
+	}
+	createWithStatus(t, flux)
+	r := uprev(t, "get", "iua", "-o", "wide", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: table(
+		"NAME          READY   SUSPENDED   LAST COMMIT   STATUS              AGE   SOURCE                      PUSH BRANCH    LAST PUSH",
+		"flux-system   True    False       3f1c0d9a2b    no change; 1 held   3d    GitRepository/flux-system   flux/updates   5m",
+	)}))
+	r = uprev(t, "get", "imageupdateautomations", "-o", "name", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system\n"}))
 }

@@ -97,12 +97,21 @@ func uprev(t *testing.T, args ...string) result {
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
 }
 
+// runs counts the namespaces newNamespace made per name, so that a test run
+// again (-count) gets a namespace of its own too.
+var runs = map[string]int{}
+
 // newNamespace creates a namespace of its own for one test, named after
-// it.
+// it (and, when the test runs again, the run).
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	return createNamespace(t, name[:min(len(name), 50)])
+	name = name[:min(len(name), 50)]
+	runs[name]++
+	if n := runs[name]; n > 1 {
+		name = fmt.Sprintf("%s-%d", name, n)
+	}
+	return createNamespace(t, name)
 }
 
 // createNamespace creates the namespace name.

@@ -7,8 +7,10 @@ import (
 	"io"
 	"strings"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,7 +79,7 @@ func newPlanCommand(opts Options) *cobra.Command {
 	fs.StringVar(&o.pushBranch, "push-branch", "", "The automation's push branch (spec.git.push.branch): reverts on it hold versions too.")
 	fs.StringVar(&o.releaseHolds, "release-holds", "", "Release holds, as the annotation "+uprevv1.HoldReleaseAnnotation+` does: "*", or comma-separated "<namespace>/<policy> <version>".`)
 	fs.BoolVar(&o.allowDowngrade, "allow-downgrade", false, "Allow changes to lower versions, as spec.allowDowngrade does.")
-	fs.StringVar(&o.automation, "automation", "", "Take --push-branch, --release-holds and --allow-downgrade from this UpdateAutomation of --namespace in the --kubeconfig cluster; flags given as well win.")
+	fs.StringVar(&o.automation, "automation", "", "Take --push-branch, --release-holds and --allow-downgrade from this UpdateAutomation (or, when there is none of that name, Flux ImageUpdateAutomation) of --namespace in the --kubeconfig cluster; flags given as well win.")
 	return cmd
 }
 
@@ -174,18 +176,18 @@ func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[up
 		return nil, nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	if o.automation != "" {
-		auto := &uprevv1.UpdateAutomation{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: o.automation}, auto); err != nil {
-			return nil, nil, fmt.Errorf("reading UpdateAutomation %s/%s: %w", o.namespace, o.automation, err)
+		pushBranch, releases, allowDowngrade, err := automationRules(ctx, c, client.ObjectKey{Namespace: o.namespace, Name: o.automation})
+		if err != nil {
+			return nil, nil, err
 		}
 		if !o.set["push-branch"] {
-			o.pushBranch = auto.PushBranch()
+			o.pushBranch = pushBranch
 		}
 		if !o.set["release-holds"] {
-			o.releaseHolds = auto.Annotations[uprevv1.HoldReleaseAnnotation]
+			o.releaseHolds = releases
 		}
 		if !o.set["allow-downgrade"] {
-			o.allowDowngrade = auto.Spec.AllowDowngrade
+			o.allowDowngrade = allowDowngrade
 		}
 	}
 	policies, notReady, err := plan.ListPolicies(ctx, c, o.namespace)
@@ -200,4 +202,36 @@ func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[up
 		return nil, nil, err
 	}
 	return policies, gated, nil
+}
+
+// automationRules reads the rules a plan takes from the automation at key:
+// an UpdateAutomation, else Flux's ImageUpdateAutomation of that name. A
+// Flux automation's push branch is spec.git.push.branch, else its checkout
+// branch ("" when it names none: the checkout's current branch is used);
+// it has no allowDowngrade.
+func automationRules(ctx context.Context, c client.Reader, key client.ObjectKey) (pushBranch, releases string, allowDowngrade bool, err error) {
+	auto := &uprevv1.UpdateAutomation{}
+	err = c.Get(ctx, key, auto)
+	if err == nil {
+		return auto.PushBranch(), auto.Annotations[uprevv1.HoldReleaseAnnotation], auto.Spec.AllowDowngrade, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return "", "", false, fmt.Errorf("reading UpdateAutomation %s: %w", key, err)
+	}
+	flux := &iacv1.ImageUpdateAutomation{}
+	if err := c.Get(ctx, key, flux); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", "", false, fmt.Errorf("reading UpdateAutomation %s: no UpdateAutomation or ImageUpdateAutomation of that name", key)
+		}
+		return "", "", false, fmt.Errorf("reading ImageUpdateAutomation %s: %w", key, err)
+	}
+	if git := flux.Spec.GitSpec; git != nil {
+		switch {
+		case git.Push != nil && git.Push.Branch != "":
+			pushBranch = git.Push.Branch
+		case git.Checkout != nil:
+			pushBranch = git.Checkout.Reference.Branch
+		}
+	}
+	return pushBranch, flux.Annotations[uprevv1.HoldReleaseAnnotation], false, nil
 }

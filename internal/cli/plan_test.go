@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
@@ -283,6 +284,18 @@ func TestPlanCommandAutomation(t *testing.T) {
 		},
 	}
 	g.Expect(k8s.Create(ctx, auto)).To(Succeed())
+	flux := &iacv1.ImageUpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "flux-system", Annotations: map[string]string{uprevv1.HoldReleaseAnnotation: "fleet/agent 1.4.2"}},
+		Spec: iacv1.ImageUpdateAutomationSpec{
+			SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			GitSpec: &iacv1.GitSpec{
+				Commit: iacv1.CommitSpec{Author: iacv1.CommitUser{Name: "flux", Email: "flux@example.com"}},
+				Push:   &iacv1.PushSpec{Branch: "uprev/review"},
+			},
+		},
+	}
+	g.Expect(k8s.Create(ctx, flux)).To(Succeed())
 	kubeconfigFile := c.KubeConfigPath
 
 	dir, agentRevert, appRevert := planReviewFleet(t)
@@ -311,7 +324,16 @@ func TestPlanCommandAutomation(t *testing.T) {
 				"refused: clusters/prod/kms.yaml: fleet/kms 2.1.3 --> 2.0.0 (downgrade)\n",
 			wantCode: 2,
 		},
-		{name: "an unknown automation", args: []string{"--automation", "nope"}, wantErr: "uprev plan: reading UpdateAutomation fleet/nope", wantCode: 1},
+		{
+			name: "a Flux ImageUpdateAutomation's push branch and releases",
+			args: []string{"--automation", "flux-system"},
+			wantOut: "clusters/prod/agent.yaml: ghcr.io/acme/agent 1.4.1 --> 1.4.2\n" +
+				"held: fleet/app 2.1.0 (reverted in " + appRevert[:10] + ")\n" +
+				"refused: clusters/prod/app.yaml: fleet/app 2.0.0 --> 2.1.0 (held)\n" +
+				"refused: clusters/prod/kms.yaml: fleet/kms 2.1.3 --> 2.0.0 (downgrade)\n",
+			wantCode: 2,
+		},
+		{name: "an unknown automation", args: []string{"--automation", "nope"}, wantErr: "uprev plan: reading UpdateAutomation fleet/nope: no UpdateAutomation or ImageUpdateAutomation of that name", wantCode: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,8 +64,58 @@ func objectKinds() []objectKind {
 				return s.Status.LastHandledReconcileAt, s.Status.Conditions
 			},
 		},
+		{
+			name:      "repository",
+			aliases:   []string{"repositories", "imagerepository", "imagerepositories"},
+			kind:      imagev1.ImageRepositoryKind,
+			resource:  "imagerepository." + imagev1.GroupVersion.Group,
+			newObject: func() client.Object { return &imagev1.ImageRepository{} },
+			suspend:   func(obj client.Object) *bool { return &obj.(*imagev1.ImageRepository).Spec.Suspend },
+			status: func(obj client.Object) (string, []metav1.Condition) {
+				r := obj.(*imagev1.ImageRepository)
+				return r.Status.LastHandledReconcileAt, r.Status.Conditions
+			},
+		},
+		{
+			name:      "policy",
+			aliases:   []string{"policies", "imagepolicy", "imagepolicies"},
+			kind:      imagev1.ImagePolicyKind,
+			resource:  "imagepolicy." + imagev1.GroupVersion.Group,
+			newObject: func() client.Object { return &imagev1.ImagePolicy{} },
+			suspend:   func(obj client.Object) *bool { return &obj.(*imagev1.ImagePolicy).Spec.Suspend },
+			status: func(obj client.Object) (string, []metav1.Condition) {
+				p := obj.(*imagev1.ImagePolicy)
+				return p.Status.LastHandledReconcileAt, p.Status.Conditions
+			},
+		},
+		{
+			name:      "imageupdateautomation",
+			aliases:   []string{"imageupdateautomations", "iua"},
+			kind:      iacv1.ImageUpdateAutomationKind,
+			resource:  "imageupdateautomation." + iacv1.GroupVersion.Group,
+			newObject: func() client.Object { return &iacv1.ImageUpdateAutomation{} },
+			suspend:   func(obj client.Object) *bool { return &obj.(*iacv1.ImageUpdateAutomation).Spec.Suspend },
+			status: func(obj client.Object) (string, []metav1.Condition) {
+				a := obj.(*iacv1.ImageUpdateAutomation)
+				return a.Status.LastHandledReconcileAt, a.Status.Conditions
+			},
+		},
 	}
 }
+
+// kindNames lists the names of kinds for messages: "automation, sync,
+// repository, policy or imageupdateautomation".
+func kindNames(kinds []objectKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// verbKinds is how the help of reconcile, suspend and resume names the
+// kinds they act on.
+const verbKinds = "UpdateAutomations, Syncs, ImageRepositories, ImagePolicies or Flux ImageUpdateAutomations"
 
 // objectVerb is what one of reconcile, suspend and resume does to an
 // object.
@@ -98,9 +151,9 @@ func newObjectVerbCommand(opts Options, verb objectVerb) *cobra.Command {
 		GroupID: groupOperate,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return fmt.Errorf("a kind is required: automation or sync")
+				return fmt.Errorf("a kind is required: %s", kindNames(kinds))
 			}
-			return fmt.Errorf("unknown kind %q: want automation or sync", args[0])
+			return fmt.Errorf("unknown kind %q: want %s", args[0], kindNames(kinds))
 		},
 	}
 	o.cluster = newClusterFlags(cmd.PersistentFlags())
@@ -199,10 +252,10 @@ func requestReconcile(obj client.Object, now time.Time) {
 func newReconcileCommand(opts Options) *cobra.Command {
 	return newObjectVerbCommand(opts, objectVerb{
 		use:       "reconcile",
-		short:     "Reconcile UpdateAutomations or Syncs now",
+		short:     "Reconcile " + verbKinds + " now",
 		kindShort: "Reconcile %ss now",
-		long: `Asks the controller to reconcile the named UpdateAutomations or Syncs now,
-without waiting for their interval: sets the annotation
+		long: `Asks the controller to reconcile the named ` + verbKinds + `
+now, without waiting for their interval: sets the annotation
 ` + meta.ReconcileRequestAnnotation + `, as 'flux reconcile' does. With --wait,
 waits until the controller handled the request and reports the outcome.`,
 		example: `  uprev reconcile automation fleet -n uprev-system
@@ -222,9 +275,9 @@ waits until the controller handled the request and reports the outcome.`,
 func newSuspendCommand(opts Options) *cobra.Command {
 	return newObjectVerbCommand(opts, objectVerb{
 		use:       "suspend",
-		short:     "Suspend UpdateAutomations or Syncs",
+		short:     "Suspend " + verbKinds,
 		kindShort: "Suspend %ss",
-		long: `Suspends the named UpdateAutomations or Syncs: sets spec.suspend, so that
+		long: `Suspends the named ` + verbKinds + `: sets spec.suspend, so that
 their controller starts no further runs (a run under way finishes). A
 suspended Sync that is deleted leaves what it applied in place.`,
 		example: `  uprev suspend automation fleet -n uprev-system`,
@@ -243,9 +296,9 @@ suspended Sync that is deleted leaves what it applied in place.`,
 func newResumeCommand(opts Options) *cobra.Command {
 	return newObjectVerbCommand(opts, objectVerb{
 		use:       "resume",
-		short:     "Resume suspended UpdateAutomations or Syncs",
+		short:     "Resume suspended " + verbKinds,
 		kindShort: "Resume suspended %ss",
-		long: `Resumes the named UpdateAutomations or Syncs: clears spec.suspend and asks
+		long: `Resumes the named ` + verbKinds + `: clears spec.suspend and asks
 for a reconcile now (the annotation ` + meta.ReconcileRequestAnnotation + `).
 With --wait, waits until the controller handled it and reports the outcome.`,
 		example: `  uprev resume automation fleet -n uprev-system --wait`,

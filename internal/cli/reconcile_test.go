@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -105,4 +108,66 @@ func TestSuspendResume(t *testing.T) {
 
 	r = uprev(t, "suspend", "sync", "nope", "-n", ns, kubeconfigFlag)
 	g.Expect(r).To(Equal(result{code: 1, stderr: `uprev suspend sync: Sync "nope" not found in namespace "` + ns + "\"\n"}))
+}
+
+// TestReconcileImageKinds shows reconcile, suspend and resume on
+// ImageRepositories, ImagePolicies and Flux's ImageUpdateAutomations, as
+// on uprev's own kinds.
+func TestReconcileImageKinds(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	repo := &imagev1.ImageRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Spec:       imagev1.ImageRepositorySpec{Image: "ghcr.io/acme/agent", Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	createWithStatus(t, repo)
+	pol := newPolicy(ns, "agent", meta.NamespacedObjectReference{Name: "agent"})
+	createWithStatus(t, pol)
+	iua := &iacv1.ImageUpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-system"},
+		Spec: iacv1.ImageUpdateAutomationSpec{
+			SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+		},
+	}
+	createWithStatus(t, iua)
+	requested := now.Format(time.RFC3339Nano)
+
+	for _, tc := range []struct {
+		args []string
+		out  string
+		obj  client.Object
+	}{
+		{[]string{"reconcile", "repository", "agent"}, "imagerepository.image.toolkit.fluxcd.io/agent reconcile requested\n", repo},
+		{[]string{"reconcile", "policy", "agent"}, "imagepolicy.image.toolkit.fluxcd.io/agent reconcile requested\n", pol},
+		{[]string{"reconcile", "imageupdateautomation", "flux-system"}, "imageupdateautomation.image.toolkit.fluxcd.io/flux-system reconcile requested\n", iua},
+	} {
+		r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
+		g.Expect(r).To(Equal(result{stdout: tc.out}), strings.Join(tc.args, " "))
+		get(t, tc.obj)
+		g.Expect(tc.obj.GetAnnotations()).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, requested), strings.Join(tc.args, " "))
+	}
+
+	r := uprev(t, "suspend", "imagerepositories", "agent", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "imagerepository.image.toolkit.fluxcd.io/agent suspended\n"}))
+	get(t, repo)
+	g.Expect(repo.Spec.Suspend).To(BeTrue())
+	r = uprev(t, "suspend", "policy", "agent", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "imagepolicy.image.toolkit.fluxcd.io/agent suspended\n"}))
+	get(t, pol)
+	g.Expect(pol.Spec.Suspend).To(BeTrue())
+	r = uprev(t, "suspend", "iua", "flux-system", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system suspended\n"}))
+	get(t, iua)
+	g.Expect(iua.Spec.Suspend).To(BeTrue())
+
+	r = uprev(t, "reconcile", "policy", "agent", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{code: 1, stderr: "uprev reconcile policy: imagepolicy.image.toolkit.fluxcd.io/agent is suspended: resume it with 'uprev resume policy agent'\n"}))
+
+	r = uprev(t, "resume", "imageupdateautomation", "flux-system", "-n", ns, kubeconfigFlag)
+	g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system resumed\n"}))
+	get(t, iua)
+	g.Expect(iua.Spec.Suspend).To(BeFalse())
+	r = uprev(t, "resume", "repository", "agent", "policy", "-n", ns, kubeconfigFlag)
+	g.Expect(r.stderr).To(Equal(`uprev resume repository: ImageRepository "policy" not found in namespace "` + ns + "\"\n"))
 }

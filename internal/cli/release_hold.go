@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -22,7 +24,12 @@ With POLICY (a name in the automation's namespace, or <namespace>/<name>),
 releases that policy's hold; without, every hold the automation reports now.
 Holds are released by adding '<namespace>/<policy> <version>' entries to the
 annotation ` + uprevv1.HoldReleaseAnnotation + `, which keeps the entries there
-already; a later revert of another version holds again.`
+already; a later revert of another version holds again.
+
+When AUTOMATION is no UpdateAutomation but Flux's ImageUpdateAutomation, whose
+status has no field for holds (its Ready message counts them, "1 held"; 'uprev
+plan --automation' lists them from a checkout), POLICY and VERSION are
+required: the hold of that version is released.`
 
 // releaseHoldOptions are the flags of `uprev release-hold`.
 type releaseHoldOptions struct {
@@ -33,27 +40,26 @@ type releaseHoldOptions struct {
 func newReleaseHoldCommand(opts Options) *cobra.Command {
 	o := &releaseHoldOptions{}
 	cmd := &cobra.Command{
-		Use:   "release-hold AUTOMATION [POLICY]",
-		Short: "Release the holds an UpdateAutomation keeps on reverted versions",
+		Use:   "release-hold AUTOMATION [POLICY [VERSION]]",
+		Short: "Release the holds an UpdateAutomation (or Flux ImageUpdateAutomation) keeps on reverted versions",
 		Long:  releaseHoldLong,
 		Example: `  uprev release-hold fleet agent -n uprev-system
-  uprev release-hold fleet -n uprev-system`,
+  uprev release-hold fleet -n uprev-system
+  uprev release-hold flux-system podinfo 5.1.0 -n flux-system`,
 		GroupID: groupOperate,
-		Args:    cobra.RangeArgs(1, 2),
+		Args:    cobra.RangeArgs(1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			policy := ""
-			if len(args) == 2 {
-				policy = args[1]
-			}
-			return o.run(cmd.Context(), opts, args[0], policy)
+			args = append(args, "", "")
+			return o.run(cmd.Context(), opts, args[0], args[1], args[2])
 		},
 	}
 	o.cluster = newClusterFlags(cmd.Flags())
 	return cmd
 }
 
-// run releases the holds of automation name on policy (all when empty).
-func (o *releaseHoldOptions) run(ctx context.Context, opts Options, name, policy string) error {
+// run releases the holds of automation name on policy (all when empty),
+// of version only when it is set.
+func (o *releaseHoldOptions) run(ctx context.Context, opts Options, name, policy, version string) error {
 	ns, err := o.cluster.namespace()
 	if err != nil {
 		return err
@@ -62,43 +68,75 @@ func (o *releaseHoldOptions) run(ctx context.Context, opts Options, name, policy
 	if err != nil {
 		return err
 	}
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	var (
+		obj      client.Object
+		resource string
+		holds    []guard.Hold
+	)
 	auto := &uprevv1.UpdateAutomation{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, auto); err != nil {
+	switch err := c.Get(ctx, key, auto); {
+	case err == nil:
+		obj, resource = auto, "updateautomation."+uprevv1.GroupVersion.Group
+		if holds, err = holdsToRelease(auto, policy, version); err != nil {
+			return err
+		}
+	case apierrors.IsNotFound(err):
+		flux := &iacv1.ImageUpdateAutomation{}
+		if err := c.Get(ctx, key, flux); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Errorf("UpdateAutomation %q not found in namespace %q (nor an ImageUpdateAutomation)", name, ns)
+			}
+			return lookupError(err, iacv1.ImageUpdateAutomationKind, ns, name)
+		}
+		if policy == "" || version == "" {
+			return fmt.Errorf("ImageUpdateAutomation %s/%s reports no holds in its status: name the POLICY and VERSION to release", ns, name)
+		}
+		obj, resource = flux, "imageupdateautomation."+iacv1.GroupVersion.Group
+		holds = []guard.Hold{{Policy: qualifiedPolicy(ns, policy), Version: version}}
+	default:
 		return lookupError(err, uprevv1.UpdateAutomationKind, ns, name)
 	}
-	holds, err := holdsToRelease(auto, policy)
-	if err != nil {
-		return err
-	}
-	before := auto.DeepCopy()
-	annotation := guard.AddReleases(auto.Annotations[uprevv1.HoldReleaseAnnotation], holds...)
-	if annotation != auto.Annotations[uprevv1.HoldReleaseAnnotation] {
-		if auto.Annotations == nil {
-			auto.Annotations = map[string]string{}
+	before := obj.DeepCopyObject().(client.Object)
+	annotations := obj.GetAnnotations()
+	annotation := guard.AddReleases(annotations[uprevv1.HoldReleaseAnnotation], holds...)
+	if annotation != annotations[uprevv1.HoldReleaseAnnotation] {
+		if annotations == nil {
+			annotations = map[string]string{}
 		}
-		auto.Annotations[uprevv1.HoldReleaseAnnotation] = annotation
+		annotations[uprevv1.HoldReleaseAnnotation] = annotation
+		obj.SetAnnotations(annotations)
 		// The optimistic lock keeps an entry someone else adds at the same
 		// time from being lost.
-		if err := c.Patch(ctx, auto, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("patching UpdateAutomation %s/%s: %w", ns, name, err)
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("patching %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, ns, name, err)
 		}
 	}
 	for _, h := range holds {
-		fmt.Fprintf(opts.Out, "updateautomation.%s/%s released %s %s\n", uprevv1.GroupVersion.Group, name, h.Policy, h.Version)
+		fmt.Fprintf(opts.Out, "%s/%s released %s %s\n", resource, name, h.Policy, h.Version)
 	}
 	return nil
 }
 
+// qualifiedPolicy returns policy as <namespace>/<name>, in namespace when
+// it names none.
+func qualifiedPolicy(namespace, policy string) string {
+	if strings.Contains(policy, "/") {
+		return policy
+	}
+	return namespace + "/" + policy
+}
+
 // holdsToRelease returns the holds of auto's status on policy (a name in
-// auto's namespace or <namespace>/<name>; all when empty), failing when
-// there are none.
-func holdsToRelease(auto *uprevv1.UpdateAutomation, policy string) ([]guard.Hold, error) {
-	if policy != "" && !strings.Contains(policy, "/") {
-		policy = auto.Namespace + "/" + policy
+// auto's namespace or <namespace>/<name>; all when empty) of version (any
+// when empty), failing when there are none.
+func holdsToRelease(auto *uprevv1.UpdateAutomation, policy, version string) ([]guard.Hold, error) {
+	if policy != "" {
+		policy = qualifiedPolicy(auto.Namespace, policy)
 	}
 	var holds []guard.Hold
 	for _, h := range auto.Status.Holds {
-		if policy == "" || h.Policy == policy {
+		if (policy == "" || h.Policy == policy) && (version == "" || h.Version == version) {
 			holds = append(holds, guardHold(h))
 		}
 	}
@@ -114,6 +152,9 @@ func holdsToRelease(auto *uprevv1.UpdateAutomation, policy string) ([]guard.Hold
 	}
 	if len(held) == 0 {
 		return nil, fmt.Errorf("UpdateAutomation %s/%s holds nothing", auto.Namespace, auto.Name)
+	}
+	if version != "" {
+		policy += " " + version
 	}
 	return nil, fmt.Errorf("UpdateAutomation %s/%s holds nothing of policy %s (it holds %s)", auto.Namespace, auto.Name, policy, strings.Join(held, ", "))
 }

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"testing"
+	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/guard"
@@ -76,6 +79,33 @@ func TestReleaseHold(t *testing.T) {
 			"the holds listed now, not `*`, which would release the holds of later reverts too")
 	})
 
+	t.Run("version", func(t *testing.T) {
+		g := NewWithT(t)
+		newFleet(t, "version", "")
+		r := uprev(t, "release-hold", "version", "agent", "1.4.2", "-n", ns, kubeconfigFlag)
+		g.Expect(r).To(Equal(result{stdout: "updateautomation.uprev.dev/version released " + ns + "/agent 1.4.2\n"}))
+	})
+
+	// Flux's ImageUpdateAutomation has no status field for holds: the
+	// policy and version are named, and the same annotation releases them.
+	t.Run("Flux ImageUpdateAutomation", func(t *testing.T) {
+		g := NewWithT(t)
+		flux := &iacv1.ImageUpdateAutomation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-system", Annotations: map[string]string{uprevv1.HoldReleaseAnnotation: ns + "/app 2.1.0"}},
+			Spec: iacv1.ImageUpdateAutomationSpec{
+				SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
+				Interval:  metav1.Duration{Duration: time.Hour},
+			},
+		}
+		createWithStatus(t, flux)
+		r := uprev(t, "release-hold", "flux-system", "agent", "1.4.2", "-n", ns, kubeconfigFlag)
+		g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system released " + ns + "/agent 1.4.2\n"}))
+		get(t, flux)
+		g.Expect(flux.Annotations).To(HaveKeyWithValue(uprevv1.HoldReleaseAnnotation, ns+"/app 2.1.0, "+ns+"/agent 1.4.2"))
+		r = uprev(t, "release-hold", "flux-system", "agent", "-n", ns, kubeconfigFlag)
+		g.Expect(r).To(Equal(result{code: 1, stderr: "uprev release-hold: ImageUpdateAutomation " + ns + "/flux-system reports no holds in its status: name the POLICY and VERSION to release\n"}))
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		newFleet(t, "errors", "")
 		empty := newAutomation(ns, "empty")
@@ -87,8 +117,9 @@ func TestReleaseHold(t *testing.T) {
 			{[]string{"errors", "web"}, "uprev release-hold: UpdateAutomation " + ns + "/errors holds nothing of policy " + ns + "/web (it holds " + ns + "/agent 1.4.2, " + ns + "/app 2.1.0, images/kms 3.0.0)\n"},
 			{[]string{"empty"}, "uprev release-hold: UpdateAutomation " + ns + "/empty holds nothing\n"},
 			{[]string{"empty", "agent"}, "uprev release-hold: UpdateAutomation " + ns + "/empty holds nothing\n"},
-			{[]string{"nope"}, `uprev release-hold: UpdateAutomation "nope" not found in namespace "` + ns + "\"\n"},
-			{[]string{"a", "b", "c"}, "uprev release-hold: accepts between 1 and 2 arg(s), received 3\n"},
+			{[]string{"errors", "agent", "9.9.9"}, "uprev release-hold: UpdateAutomation " + ns + "/errors holds nothing of policy " + ns + "/agent 9.9.9 (it holds " + ns + "/agent 1.4.2, " + ns + "/app 2.1.0, images/kms 3.0.0)\n"},
+			{[]string{"nope"}, `uprev release-hold: UpdateAutomation "nope" not found in namespace "` + ns + "\" (nor an ImageUpdateAutomation)\n"},
+			{[]string{"a", "b", "c", "d"}, "uprev release-hold: accepts between 1 and 3 arg(s), received 4\n"},
 		} {
 			g := NewWithT(t)
 			r := uprev(t, append(append([]string{"release-hold"}, tc.args...), "-n", ns, kubeconfigFlag)...)

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -183,6 +184,9 @@ func (o *managerOptions) run(ctx context.Context) error {
 	probes.SetupChecks(mgr, log)
 
 	if err := controllers.Setup(ctx, mgr, opts); err != nil {
+		return err
+	}
+	if err := version.RegisterBuildInfo(crmetrics.Registry); err != nil {
 		return err
 	}
 	log.Info("Starting manager", "version", version.Version(), "controllers", opts.Controllers)

@@ -42,7 +42,7 @@ const (
 	UpToDate State = "up-to-date"
 	// Behind means the target runs an older version, or none, and is not
 	// waiting for an earlier wave: Git has not been written yet, or the
-	// apply failed.
+	// target has not tried the Sync's latest revision yet.
 	Behind State = "behind"
 	// Waiting means the target runs an older version and its wave has not
 	// started on the Sync's latest revision, because an earlier wave is not
@@ -60,11 +60,15 @@ const (
 	// latest one: Git holds a higher version and the automation refuses to
 	// downgrade it.
 	Ahead State = "ahead"
+	// Failed means the target runs an older version, or none, because its
+	// last attempt at its Sync's latest revision failed: the target's
+	// status message says why.
+	Failed State = "failed"
 )
 
 // severity orders states so that a cell running several versions shows the
 // one that needs attention most.
-var severity = map[State]int{NotDeployed: 0, Unknown: 1, UpToDate: 2, Ahead: 3, Held: 4, Waiting: 5, Behind: 6}
+var severity = map[State]int{NotDeployed: 0, Unknown: 1, UpToDate: 2, Ahead: 3, Held: 4, Waiting: 5, Behind: 6, Failed: 7}
 
 // Version is an image tag and the digest it is pinned to, if any.
 type Version struct {
@@ -173,6 +177,9 @@ type column struct {
 	// waiting says the target's wave has not started on the Sync's latest
 	// revision.
 	waiting bool
+	// failed says the target's last attempt at the Sync's latest revision
+	// failed.
+	failed bool
 }
 
 // columnsOf returns the columns of syncs: by namespace and name, each
@@ -205,6 +212,7 @@ func syncColumns(s *uprevv1.Sync, index int) []column {
 				status: targetStatus(s, target.Name),
 			}
 			c.waiting = w > 0 && isWaiting(s, c.status)
+			c.failed = isFailed(s, c.status)
 			cols = append(cols, c)
 		}
 	}
@@ -226,6 +234,14 @@ func targetStatus(s *uprevv1.Sync, target string) *uprevv1.TargetStatus {
 func isWaiting(s *uprevv1.Sync, ts *uprevv1.TargetStatus) bool {
 	latest := s.Status.LastAttemptedRevision
 	return latest != "" && (ts == nil || ts.LastAttemptedRevision != latest)
+}
+
+// isFailed says whether a target's last attempt at the revision its Sync
+// last fetched failed: tried, but not applied whole (and healthy, when the
+// Sync waits).
+func isFailed(s *uprevv1.Sync, ts *uprevv1.TargetStatus) bool {
+	latest := s.Status.LastAttemptedRevision
+	return latest != "" && ts != nil && ts.LastAttemptedRevision == latest && ts.LastAppliedRevision != latest
 }
 
 // nameColumns names each column by its target, or by Sync and target, or
@@ -306,7 +322,7 @@ func buildRow(p imagev1.ImagePolicy, image string, holds map[string][]uprevv1.Ho
 	}
 	for i, c := range cols {
 		if deployedBy[c.sync] {
-			row.Cells[i] = cellOf(running[i], c.waiting, row, p.Spec)
+			row.Cells[i] = cellOf(running[i], c, row, p.Spec)
 		}
 	}
 	return row, true
@@ -353,21 +369,30 @@ func versionsOf(ts *uprevv1.TargetStatus, canonical string) []Version {
 	return versions
 }
 
-// cellOf returns the cell of a target that runs versions of a row's
-// component; waiting says its wave has not started on the latest revision.
-// A target running several versions shows the state that needs attention
-// most; one running none that its Sync deploys is behind, or waiting.
-func cellOf(versions []Version, waiting bool, row Row, spec imagev1.ImagePolicySpec) Cell {
+// cellOf returns the cell of column c, which runs versions of a row's
+// component. A target running several versions shows the state that needs
+// attention most; one running none that its Sync deploys is behind,
+// waiting or failed. A behind target whose last attempt failed is failed.
+func cellOf(versions []Version, c column, row Row, spec imagev1.ImagePolicySpec) Cell {
 	if len(versions) == 0 {
-		return Cell{State: missingState(waiting, row)}
+		return Cell{State: failedIf(missingState(c.waiting, row), c.failed)}
 	}
 	cell := Cell{Running: versions}
 	for _, v := range versions {
-		if s := stateOf(v, waiting, row, spec); severity[s] > severity[cell.State] {
+		if s := failedIf(stateOf(v, c.waiting, row, spec), c.failed); severity[s] > severity[cell.State] {
 			cell.State = s
 		}
 	}
 	return cell
+}
+
+// failedIf returns Failed for a Behind state when the target's last
+// attempt failed, and s otherwise.
+func failedIf(s State, failed bool) State {
+	if s == Behind && failed {
+		return Failed
+	}
+	return s
 }
 
 // missingState is the state of a target that runs none of a component its

@@ -93,7 +93,7 @@ func TestBuildStates(t *testing.T) {
 		why               string
 	}{
 		{"agent", "prod/local", UpToDate, "runs the latest tag and digest"},
-		{"agent", "eu-1", Behind, "tried the revision and failed"},
+		{"agent", "eu-1", Failed, "tried the revision and failed"},
 		{"agent", "us-1", Waiting, "its wave has not started on the revision"},
 		{"agent", "staging/local", Behind, "the latest tag at an older digest"},
 		{"agent", "edge-1", Behind, "its Sync deploys agent, it runs none"},

@@ -105,9 +105,10 @@ type demo struct {
 	done     chan struct{}
 	// state is the demo's state.json once it is up.
 	state struct {
-		Registry  string `json:"registry"`
-		Clone     string `json:"clone"`
-		Processes []struct {
+		Registry    string            `json:"registry"`
+		Clone       string            `json:"clone"`
+		KubeConfigs map[string]string `json:"kubeconfigs"`
+		Processes   []struct {
 			PID  int    `json:"pid"`
 			Name string `json:"name"`
 		} `json:"processes"`
@@ -115,6 +116,8 @@ type demo struct {
 	}
 	steps   map[int]step
 	stopped bool
+	// uprev is the uprev binary the demo runs.
+	uprev string
 }
 
 // startDemo builds bin/uprev and the demo program as make demo does, and
@@ -128,7 +131,7 @@ func startDemo(t *testing.T) *demo {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building hack/demo: %v\n%s", err, out)
 	}
-	d := &demo{bin: bin, stateDir: filepath.Join(t.TempDir(), "state"), out: &syncbuf.Buffer{}, done: make(chan struct{})}
+	d := &demo{uprev: uprev, bin: bin, stateDir: filepath.Join(t.TempDir(), "state"), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "up", "--state-dir", d.stateDir, "--uprev", uprev)
 	d.cmd.Dir = root
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out

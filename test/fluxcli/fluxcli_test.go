@@ -19,6 +19,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -206,6 +207,23 @@ spec:
 		g.Expect(pol.Spec.Suspend).To(BeFalse())
 		g.Expect(pol.Status.ObservedGeneration).To(Equal(pol.Generation))
 		g.Expect(pol.Status.LatestRef.Tag).To(Equal("5.1.3"))
+	})
+
+	// Every object Flux's image-reflector-controller reconciled carries its
+	// finalizer; deleted under uprev, it must not stay Terminating.
+	t.Run("delete", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, obj := range []client.Object{getPolicy(g), getRepo(g)} {
+			patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+			obj.SetFinalizers(append(obj.GetFinalizers(), imagev1.ImageFinalizer))
+			g.Expect(c.Client.Patch(ctx, obj, patch)).To(Succeed())
+		}
+		g.Expect(flux.mustRun(t, "delete", "image", "policy", "podinfo", "--silent")).To(ContainSubstring("deleted"))
+		g.Expect(flux.mustRun(t, "delete", "image", "repository", "podinfo", "--silent")).To(ContainSubstring("deleted"))
+		g.Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(c.Client.Get(ctx, repoKey, &imagev1.ImagePolicy{}))).To(BeTrue(), "the ImagePolicy is gone")
+			g.Expect(apierrors.IsNotFound(c.Client.Get(ctx, repoKey, &imagev1.ImageRepository{}))).To(BeTrue(), "the ImageRepository is gone")
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 }
 

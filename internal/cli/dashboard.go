@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
+
+	"github.com/uprev-dev/uprev/internal/dashboard"
+)
+
+// dashboardLong is the help of `uprev dashboard`.
+const dashboardLong = `Serves a read-only web page of the fleet on this machine: which version of
+each component every Sync target runs (current, behind, waiting for its wave,
+waiting at a gate, held, ahead, failed), each Sync's rollout wave by wave,
+each UpdateAutomation's commits, pull request, holds (with the command that
+releases them) and refused downgrades, and each component's history. The
+page updates itself as the cluster changes; every value links to the object
+it comes from.
+
+The page reads the cluster with your kubeconfig and rights, as kubectl does,
+and answers on localhost only; it changes nothing.`
+
+// dashboardOptions are the flags of `uprev dashboard`.
+type dashboardOptions struct {
+	cluster       *clusterFlags
+	allNamespaces bool
+	address       string
+}
+
+// newDashboardCommand returns `uprev dashboard`.
+func newDashboardCommand(opts Options) *cobra.Command {
+	o := &dashboardOptions{}
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve a live web page of the fleet on localhost",
+		Long:  dashboardLong,
+		Example: `  uprev dashboard -n uprev-system
+  uprev dashboard -A --address 127.0.0.1:9000`,
+		GroupID: groupInspect,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context(), opts)
+		},
+	}
+	o.cluster = newClusterFlags(cmd.Flags())
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Show every namespace.")
+	cmd.Flags().StringVar(&o.address, "address", "127.0.0.1:7070", "Address to serve the page on; port 0 picks a free one.")
+	return cmd
+}
+
+// run serves the dashboard until ctx ends.
+func (o *dashboardOptions) run(ctx context.Context, opts Options) error {
+	namespace := ""
+	if !o.allNamespaces {
+		ns, err := o.cluster.namespace()
+		if err != nil {
+			return err
+		}
+		namespace = ns
+	}
+	c, err := o.cluster.client(opts.ErrOut)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.address)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.address, err)
+	}
+	clk, ok := opts.Clock.(clock.WithTicker)
+	if !ok {
+		clk = clock.RealClock{}
+	}
+	srv, err := dashboard.New(dashboard.Options{Client: c, Namespace: namespace, Address: ln.Addr().String(), Clock: clk})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go srv.Run(ctx)
+	server := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	go func() {
+		<-ctx.Done()
+		shutdown, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer done()
+		_ = server.Shutdown(shutdown)
+	}()
+	scope := "namespace " + namespace
+	if namespace == "" {
+		scope = "every namespace"
+	}
+	fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/ (Ctrl-C stops it)\n", scope, ln.Addr())
+	if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving the dashboard: %w", err)
+	}
+	return nil
+}
