@@ -217,8 +217,7 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 	}
 	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
 	if !ok {
-		return "", transientAfter(registryBusyReason,
-			fmt.Errorf("waiting to look up the digest: %s already holds its share of the policy workers", busy), busyRetry)
+		return "", busyError(pol, r.Clock.Now(), "look up the digest", busy)
 	}
 	defer release()
 	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})

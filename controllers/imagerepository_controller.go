@@ -129,7 +129,7 @@ func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1
 
 	release, busy, ok := r.shares.tryAcquire(scanShareKeys(repo)...)
 	if !ok {
-		return waitForShare(repo, busy)
+		return r.waitForShare(repo, busy)
 	}
 	tags, err := r.scan(ctx, repo, exclusions)
 	release()
@@ -218,14 +218,13 @@ func namespaceShareKey(ns string) string {
 }
 
 // waitForShare is the outcome of a scan put off because key holds its
-// share of the workers: a Ready repository stays Ready with its last scan,
-// any other reports that it waits; both come back after busyRetry.
-func waitForShare(repo *imagev1.ImageRepository, key string) outcome {
+// share of the scan workers: a repository that was scanned and is Ready
+// stays so, any other waits (see busyError).
+func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, key string) outcome {
 	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
 	}
-	return outcome{err: transientAfter(registryBusyReason,
-		fmt.Errorf("waiting to scan: %s already holds its share of the scan workers", key), busyRetry)}
+	return outcome{err: busyError(repo, r.Clock.Now(), "scan", key)}
 }
 
 // tagListTooLargeReason: the registry's tag list is past the documented

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -74,6 +75,11 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 	}
 	start := time.Now()
 	o := reconcile(ctx, progress)
+	var silent *silentRetryError
+	if errors.As(o.err, &silent) {
+		log.V(1).Info("Retrying shortly", "reason", silent.Error())
+		return ctrl.Result{RequeueAfter: silent.retryAfter}, nil
+	}
 
 	if setConditions(obj, o) {
 		*st.observedGeneration = obj.GetGeneration()

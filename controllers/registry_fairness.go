@@ -1,8 +1,11 @@
 package controllers
 
 import (
+	"fmt"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // registryBusyReason: a repository that has not been scanned yet waits
@@ -12,6 +15,24 @@ const registryBusyReason = "RegistryBusy"
 
 // busyRetry is how soon a scan that found no free share is tried again.
 const busyRetry = 5 * time.Second
+
+// busyQuietFor is how long after its creation an object waits for a share
+// without saying so: a share frees within a scan, and writing the wait, and
+// the event of its Ready change, for every new object of a busy registry
+// would double what creating a repository and its policy costs the API
+// server. An object older than that, or one whose wait lasts, shows it.
+const busyQuietFor = 10 * time.Second
+
+// busyError is the error of obj's run put off because key holds its share
+// of the workers: retried after busyRetry, silently while obj is younger
+// than busyQuietFor, and otherwise as RegistryBusy on its status, with what.
+func busyError(obj client.Object, now time.Time, what, key string) error {
+	err := fmt.Errorf("waiting to %s: %s already holds its share of the workers", what, key)
+	if now.Sub(obj.GetCreationTimestamp().Time) < busyQuietFor {
+		return &silentRetryError{err: err, retryAfter: busyRetry}
+	}
+	return transientAfter(registryBusyReason, err, busyRetry)
+}
 
 // workerShares bounds how many of a controller's workers one key may hold
 // at once: a registry (its host, and the proxy requests go through) and a

@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"errors"
 	"testing"
+	"time"
 
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestWorkerShares(t *testing.T) {
@@ -28,4 +32,22 @@ func TestWorkerShares(t *testing.T) {
 	_, _, ok = s.tryAcquire("registry a", "namespace z")
 	g.Expect(ok).To(BeTrue())
 	g.Expect(newWorkerShares(1).limit).To(Equal(1))
+}
+
+func TestBusyErrorIsSilentForNewObjectsOnly(t *testing.T) {
+	g := NewWithT(t)
+	created := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	repo := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+
+	var silent *silentRetryError
+	err := busyError(repo, created.Add(busyQuietFor-time.Second), "scan", "registry a")
+	g.Expect(errors.As(err, &silent)).To(BeTrue(), "a new object's short wait writes nothing")
+	g.Expect(silent.retryAfter).To(Equal(busyRetry))
+
+	err = busyError(repo, created.Add(busyQuietFor), "scan", "registry a")
+	g.Expect(errors.As(err, &silent)).To(BeFalse())
+	var retry *transientError
+	g.Expect(errors.As(err, &retry)).To(BeTrue())
+	g.Expect(retry.reason).To(Equal(registryBusyReason), "an older object shows that it waits")
+	g.Expect(err.Error()).To(ContainSubstring("registry a"))
 }
