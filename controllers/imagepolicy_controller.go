@@ -220,13 +220,9 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 		return "", busyError(pol, r.Clock.Now(), "look up the digest", busy)
 	}
 	defer release()
-	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return "", err
-	}
-	reg, err := r.Scanner.Client(ctx, access)
-	if err != nil {
-		return "", registryError(err)
 	}
 	digest, err := reg.Digest(ctx, repo.Spec.Image, tag)
 	if err != nil {

@@ -170,13 +170,9 @@ func (r *ImageRepositoryReconciler) nextScanIn(repo *imagev1.ImageRepository, ca
 
 // scan lists the tags, drops the excluded ones and stores the rest.
 func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.ImageRepository, exclusions []string) ([]string, error) {
-	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return nil, err
-	}
-	reg, err := r.Scanner.Client(ctx, access)
-	if err != nil {
-		return nil, registryError(err)
 	}
 	tags, err := reg.ListTags(ctx, repo.Spec.Image)
 	if err != nil {
