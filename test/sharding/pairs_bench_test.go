@@ -11,8 +11,6 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
-	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +59,7 @@ func BenchmarkImagePairs(b *testing.B) {
 		before := apiserverRequestsBy(b, cfg)
 		b.StartTimer()
 		p := manager.Start(b, bin, c.KubeConfigPath, b.TempDir(), "--controllers="+controllers.ImageScanning, "--log-level=info")
-		polls := waitPairsSelected(b, admin, ns)
+		polls := waitAllSelected(b, admin, ns, benchPairs)
 		b.StopTimer()
 		usage, err := p.Usage()
 		if err != nil {
@@ -121,29 +119,6 @@ func createPairs(b *testing.B, admin client.Client, reg *registry.Registry, ns s
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// waitPairsSelected waits until every ImagePolicy in ns selects 1.1.0, and
-// returns the API requests it made to find out.
-func waitPairsSelected(b *testing.B, admin client.Client, ns string) float64 {
-	b.Helper()
-	polls := 0
-	NewWithT(b).Eventually(func() int {
-		polls++
-		var list imagev1.ImagePolicyList
-		if err := admin.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			return 0
-		}
-		ready := 0
-		for i := range list.Items {
-			p := &list.Items[i]
-			if conditions.IsReady(p) && p.Status.LatestRef != nil && p.Status.LatestRef.Tag == "1.1.0" {
-				ready++
-			}
-		}
-		return ready
-	}).WithTimeout(20 * time.Minute).WithPolling(time.Second).Should(Equal(benchPairs))
-	return float64(polls)
 }
 
 // apiserverRequestsBy is the API server's count of requests served so
