@@ -6,6 +6,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
@@ -135,6 +136,12 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // the last good latestRef stays.
 func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.ImagePolicy) outcome {
 	repo, err := r.repository(ctx, pol)
+	var missing *degradedError
+	if errors.As(err, &missing) && missing.reason == meta.DependencyNotReadyReason {
+		// A new policy's repository is created or scanned in a moment,
+		// and triggers the policy then.
+		err = quietWhileNew(pol, r.Clock.Now(), err)
+	}
 	if err != nil {
 		return outcome{err: err}
 	}

@@ -5,7 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 )
 
 // registryBusyReason: a repository that has not been scanned yet waits
@@ -16,22 +17,30 @@ const registryBusyReason = "RegistryBusy"
 // busyRetry is how soon a scan that found no free share is tried again.
 const busyRetry = 5 * time.Second
 
-// busyQuietFor is how long after its creation an object waits for a share
-// without saying so: a share frees within a scan, and writing the wait, and
-// the event of its Ready change, for every new object of a busy registry
-// would double what creating a repository and its policy costs the API
-// server. An object older than that, or one whose wait lasts, shows it.
-const busyQuietFor = 10 * time.Second
+// quietFor is how long after its creation a new object waits without
+// saying so, for a share of the workers or for its ImageRepository's first
+// scan: both end within a scan, and writing the wait, and the event of its
+// Ready change, for every new object would double what creating an
+// ImageRepository and its ImagePolicy costs the API server. An object older
+// than that, or one whose wait lasts, shows it.
+const quietFor = 10 * time.Second
 
-// busyError is the error of obj's run put off because key holds its share
-// of the workers: retried after busyRetry, silently while obj is younger
-// than busyQuietFor, and otherwise as RegistryBusy on its status, with what.
-func busyError(obj client.Object, now time.Time, what, key string) error {
-	err := fmt.Errorf("waiting to %s: %s already holds its share of the workers", what, key)
-	if now.Sub(obj.GetCreationTimestamp().Time) < busyQuietFor {
+// quietWhileNew returns err, a short wait of obj's run, as a silent retry
+// after busyRetry while obj is younger than quietFor and has no Ready
+// condition yet, and as it is otherwise.
+func quietWhileNew(obj conditions.Getter, now time.Time, err error) error {
+	if conditions.Get(obj, meta.ReadyCondition) == nil && now.Sub(obj.GetCreationTimestamp().Time) < quietFor {
 		return &silentRetryError{err: err, retryAfter: busyRetry}
 	}
-	return transientAfter(registryBusyReason, err, busyRetry)
+	return err
+}
+
+// busyError is the error of obj's run put off because key holds its share
+// of the workers: RegistryBusy, retried after busyRetry, and silent while
+// obj is new (quietWhileNew).
+func busyError(obj conditions.Getter, now time.Time, what, key string) error {
+	err := fmt.Errorf("waiting to %s: %s already holds its share of the workers", what, key)
+	return quietWhileNew(obj, now, transientAfter(registryBusyReason, err, busyRetry))
 }
 
 // workerShares bounds how many of a controller's workers one key may hold

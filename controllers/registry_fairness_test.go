@@ -6,6 +6,8 @@ import (
 	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -40,11 +42,16 @@ func TestBusyErrorIsSilentForNewObjectsOnly(t *testing.T) {
 	repo := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
 
 	var silent *silentRetryError
-	err := busyError(repo, created.Add(busyQuietFor-time.Second), "scan", "registry a")
+	err := busyError(repo, created.Add(quietFor-time.Second), "scan", "registry a")
 	g.Expect(errors.As(err, &silent)).To(BeTrue(), "a new object's short wait writes nothing")
 	g.Expect(silent.retryAfter).To(Equal(busyRetry))
 
-	err = busyError(repo, created.Add(busyQuietFor), "scan", "registry a")
+	conditions.MarkFalse(repo, meta.ReadyCondition, "Failed", "failed before")
+	err = busyError(repo, created.Add(quietFor-time.Second), "scan", "registry a")
+	g.Expect(errors.As(err, &silent)).To(BeFalse(), "an object with a Ready condition shows that it waits")
+	conditions.Delete(repo, meta.ReadyCondition)
+
+	err = busyError(repo, created.Add(quietFor), "scan", "registry a")
 	g.Expect(errors.As(err, &silent)).To(BeFalse())
 	var retry *transientError
 	g.Expect(errors.As(err, &retry)).To(BeTrue())
