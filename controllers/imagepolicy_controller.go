@@ -63,6 +63,8 @@ type ImagePolicyReconciler struct {
 	NoCrossNamespaceRefs bool
 	// shares bounds the workers one registry or namespace holds.
 	shares *workerShares
+	// waits lets a new policy wait quietly.
+	waits quietWaits
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -140,7 +142,7 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 	if errors.As(err, &missing) && missing.reason == meta.DependencyNotReadyReason {
 		// A new policy's repository is created or scanned in a moment,
 		// and triggers the policy then.
-		err = quietWhileNew(pol, r.Clock.Now(), err)
+		err = r.waits.wait(pol, r.Clock.Now(), err)
 	}
 	if err != nil {
 		return outcome{err: err}
@@ -224,7 +226,7 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 	}
 	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
 	if !ok {
-		return "", busyError(pol, r.Clock.Now(), "look up the digest", busy)
+		return "", r.waits.busyError(pol, r.Clock.Now(), "look up the digest", busy)
 	}
 	defer release()
 	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})

@@ -60,6 +60,8 @@ type ImageRepositoryReconciler struct {
 	TagCount *prometheus.GaugeVec
 	// shares bounds the workers one registry or namespace holds.
 	shares *workerShares
+	// waits lets a new repository wait quietly.
+	waits quietWaits
 }
 
 // NewTagCountMetric returns the tags-per-repository gauge.
@@ -220,7 +222,7 @@ func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, 
 	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
 	}
-	return outcome{err: busyError(repo, r.Clock.Now(), "scan", key)}
+	return outcome{err: r.waits.busyError(repo, r.Clock.Now(), "scan", key)}
 }
 
 // tagListTooLargeReason: the registry's tag list is past the documented
