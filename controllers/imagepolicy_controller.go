@@ -6,6 +6,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
@@ -62,6 +63,8 @@ type ImagePolicyReconciler struct {
 	NoCrossNamespaceRefs bool
 	// shares bounds the workers one registry or namespace holds.
 	shares *workerShares
+	// waits lets a new policy wait quietly.
+	waits quietWaits
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -146,6 +149,12 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // the last good latestRef stays.
 func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.ImagePolicy) outcome {
 	repo, err := r.repository(ctx, pol)
+	var missing *degradedError
+	if errors.As(err, &missing) && missing.reason == meta.DependencyNotReadyReason {
+		// A new policy's repository is created or scanned in a moment,
+		// and triggers the policy then.
+		err = r.waits.wait(pol, r.Clock.Now(), err)
+	}
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -235,17 +244,12 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 	}
 	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
 	if !ok {
-		return "", transientAfter(registryBusyReason,
-			fmt.Errorf("waiting to look up the digest: %s already holds its share of the policy workers", busy), busyRetry)
+		return "", r.waits.busyError(pol, r.Clock.Now(), "look up the digest", busy)
 	}
 	defer release()
-	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return "", err
-	}
-	reg, err := r.Scanner.Client(ctx, access)
-	if err != nil {
-		return "", registryError(err)
 	}
 	digest, err := reg.Digest(ctx, repo.Spec.Image, tag)
 	if err != nil {

@@ -60,6 +60,8 @@ type ImageRepositoryReconciler struct {
 	TagCount *prometheus.GaugeVec
 	// shares bounds the workers one registry or namespace holds.
 	shares *workerShares
+	// waits lets a new repository wait quietly.
+	waits quietWaits
 }
 
 // NewTagCountMetric returns the tags-per-repository gauge.
@@ -138,7 +140,7 @@ func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1
 
 	release, busy, ok := r.shares.tryAcquire(scanShareKeys(repo)...)
 	if !ok {
-		return waitForShare(repo, busy)
+		return r.waitForShare(repo, busy)
 	}
 	tags, err := r.scan(ctx, repo, exclusions)
 	release()
@@ -179,13 +181,9 @@ func (r *ImageRepositoryReconciler) nextScanIn(repo *imagev1.ImageRepository, ca
 
 // scan lists the tags, drops the excluded ones and stores the rest.
 func (r *ImageRepositoryReconciler) scan(ctx context.Context, repo *imagev1.ImageRepository, exclusions []string) ([]string, error) {
-	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return nil, err
-	}
-	reg, err := r.Scanner.Client(ctx, access)
-	if err != nil {
-		return nil, registryError(err)
 	}
 	tags, err := reg.ListTags(ctx, repo.Spec.Image)
 	if err != nil {
@@ -227,14 +225,13 @@ func namespaceShareKey(ns string) string {
 }
 
 // waitForShare is the outcome of a scan put off because key holds its
-// share of the workers: a Ready repository stays Ready with its last scan,
-// any other reports that it waits; both come back after busyRetry.
-func waitForShare(repo *imagev1.ImageRepository, key string) outcome {
+// share of the scan workers: a repository that was scanned and is Ready
+// stays so, any other waits (see busyError).
+func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, key string) outcome {
 	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
 	}
-	return outcome{err: transientAfter(registryBusyReason,
-		fmt.Errorf("waiting to scan: %s already holds its share of the scan workers", key), busyRetry)}
+	return outcome{err: r.waits.busyError(repo, r.Clock.Now(), "scan", key)}
 }
 
 // tagListTooLargeReason: the registry's tag list is past the documented

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -9,7 +11,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
 	fluxmetrics "github.com/fluxcd/pkg/runtime/metrics"
-	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,12 +48,12 @@ type reconciler struct {
 // it. A failed patch is logged, not returned: the work goes on.
 type progressFunc func(ctx context.Context, format string, args ...any)
 
-// run is the one reconcile shape of every kind: a serial patcher, the
+// run is the one reconcile shape of every kind: a status writer, the
 // suspend check, the kind's reconcile, then status (conditions,
 // observedGeneration, the handled reconcile request) written once by a
 // final patch, and an event when readiness changes. The reconcile may
-// report progress before long work through the serial patcher, whose
-// final patch then clears it.
+// report progress before long work through the status writer, whose
+// final write then clears it.
 func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields, suspended bool,
 	reconcile func(context.Context, progressFunc) outcome) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
@@ -62,18 +63,22 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 		log.Info("Reconciliation is suspended")
 		return ctrl.Result{}, nil
 	}
-	patcher := patch.NewSerialPatcher(obj, r.Client)
+	status := newStatusWriter(r.Client, obj)
 	wasReady := conditions.Get(obj, meta.ReadyCondition)
 
 	progress := func(ctx context.Context, format string, args ...any) {
 		conditions.MarkReconciling(obj, meta.ProgressingReason, format, args...)
-		if err := patcher.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{meta.ReconcilingCondition}},
-			patch.WithFieldOwner(fieldManager)); err != nil {
+		if err := status.write(ctx, obj); err != nil {
 			log.Error(err, "Reporting progress")
 		}
 	}
 	start := time.Now()
 	o := reconcile(ctx, progress)
+	var silent *silentRetryError
+	if errors.As(o.err, &silent) {
+		log.V(1).Info("Retrying shortly", "reason", silent.Error())
+		return ctrl.Result{RequeueAfter: silent.retryAfter}, nil
+	}
 
 	if setConditions(obj, o) {
 		*st.observedGeneration = obj.GetGeneration()
@@ -81,9 +86,7 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
 		st.requests.SetLastHandledReconcileRequest(token)
 	}
-	patchErr := patcher.Patch(ctx, obj,
-		patch.WithOwnedConditions{Conditions: []string{meta.ReadyCondition, meta.ReconcilingCondition, meta.StalledCondition}},
-		patch.WithFieldOwner(fieldManager))
+	patchErr := status.write(ctx, obj)
 	if patchErr != nil {
 		patchErr = client.IgnoreNotFound(patchErr)
 	}
@@ -95,6 +98,40 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 
 	res, err := o.result()
 	return res, kerrors.NewAggregate([]error{err, patchErr})
+}
+
+// statusWriter writes an object's status as a reconcile changes it: one
+// JSON merge patch of the status subresource per write, conditions and the
+// rest together, and none when nothing changed. (Flux's patch helper sends
+// the conditions and the rest of the status as two patches, which doubles
+// what a first reconcile costs the API server.) The manager is the only
+// writer of its objects' status, so the patch carries no resourceVersion.
+type statusWriter struct {
+	client client.Client
+	// before is the object as last written or read.
+	before client.Object
+}
+
+// newStatusWriter returns the status writer of obj as read.
+func newStatusWriter(c client.Client, obj client.Object) *statusWriter {
+	return &statusWriter{client: c, before: obj.DeepCopyObject().(client.Object)}
+}
+
+// write patches what changed in obj's status since the last write.
+func (w *statusWriter) write(ctx context.Context, obj client.Object) error {
+	patch := client.MergeFrom(w.before)
+	data, err := patch.Data(obj)
+	if err != nil {
+		return fmt.Errorf("computing the status patch: %w", err)
+	}
+	if string(data) == "{}" {
+		return nil
+	}
+	if err := w.client.Status().Patch(ctx, obj, patch, client.FieldOwner(fieldManager)); err != nil {
+		return err
+	}
+	w.before = obj.DeepCopyObject().(client.Object)
+	return nil
 }
 
 // gotkRecorder is the GitOps Toolkit's reconcile metrics, as every Flux

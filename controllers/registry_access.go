@@ -18,6 +18,22 @@ import (
 // certSecretRef or proxySecretRef, which could send its token elsewhere.
 const unsafeCloudSettingsReason = "UnsafeCloudSettings"
 
+// registryClient returns the client of an ImageRepository's registry, with
+// its credentials, cloud identity, TLS and proxy (see registryAccess): the
+// one way the scan, the digest reflection and the CRD bundles reach a
+// registry for an object. Its errors carry their condition reasons.
+func registryClient(ctx context.Context, c client.Client, scanner *registry.Scanner, repo *imagev1.ImageRepository, id cloudIdentity) (*registry.Client, error) {
+	access, err := registryAccess(ctx, c, repo, id)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := scanner.Client(ctx, access)
+	if err != nil {
+		return nil, registryError(err)
+	}
+	return reg, nil
+}
+
 // registryAccess reads the Secrets an ImageRepository references into the
 // access settings of its registry, and for a cloud provider obtains the
 // registry credentials with id, for the registry host of spec.image only.

@@ -61,6 +61,16 @@ func transientAfter(reason string, err error, d time.Duration) error {
 	return &transientError{reason: reason, err: err, retryAfter: d}
 }
 
+// silentRetryError is a wait too short to tell anyone about: the run is
+// tried again after retryAfter and writes nothing, no status and no event.
+type silentRetryError struct {
+	err        error
+	retryAfter time.Duration
+}
+
+func (e *silentRetryError) Error() string { return e.err.Error() }
+func (e *silentRetryError) Unwrap() error { return e.err }
+
 // degradedError is a partial failure: the run did what it could and goes on
 // at its interval, but is not Ready until the cause is fixed.
 type degradedError struct {

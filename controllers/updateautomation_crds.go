@@ -175,13 +175,9 @@ func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, po
 			"ImagePolicy %s/%s selected %s, but its ImageRepository %s now points at %s; waiting for the policy to select from it",
 			pol.Namespace, pol.Name, ref.Name, repositoryOf(pol), repo.Spec.Image))
 	}
-	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	client, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
 		return nil, "", err
-	}
-	client, err := r.Scanner.Client(ctx, access)
-	if err != nil {
-		return nil, "", registryError(err)
 	}
 	digest := ref.Digest
 	if digest == "" {
