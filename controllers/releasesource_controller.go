@@ -4,6 +4,7 @@ package controllers
 // +kubebuilder:rbac:groups=uprev.dev,resources=releasesources/status,verbs=get;update;patch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	fluxcache "github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +42,9 @@ type ReleaseSourceReconciler struct {
 	Sources *source.Client
 	// Clock tells the time of scans; the wall clock when nil.
 	Clock clock.PassiveClock
+	// TokenCache keeps GitHub App installation tokens; nil fetches one
+	// per scan.
+	TokenCache *fluxcache.TokenCache
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -318,6 +323,11 @@ func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.
 		if access.Secret, err = secretData(ctx, r.Client, rs.Namespace, ref.Name); err != nil {
 			return access, err
 		}
+		if gitrepo.IsGitHubApp(access.Secret) {
+			if access.Secret, err = r.githubAppToken(ctx, rs, access); err != nil {
+				return access, err
+			}
+		}
 	}
 	if ref := rs.Spec.CertSecretRef; ref != nil {
 		if access.CertSecret, err = secretData(ctx, r.Client, rs.Namespace, ref.Name); err != nil {
@@ -325,6 +335,32 @@ func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.
 		}
 	}
 	return access, nil
+}
+
+// githubAppToken exchanges the GitHub App of a ReleaseSource's Secret
+// (Flux's keys: githubAppID, githubAppInstallationID, githubAppPrivateKey,
+// githubAppBaseURL) for an installation token: a bearer token for the
+// releases API of githubReleases, the password of x-access-token for the
+// https:// repository of gitTags. Other kinds take no GitHub App.
+func (r *ReleaseSourceReconciler) githubAppToken(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access) (map[string][]byte, error) {
+	var url string
+	switch {
+	case rs.Spec.GitHubReleases != nil:
+		url = cmp.Or(rs.Spec.GitHubReleases.URL, "https://api.github.com")
+	case rs.Spec.GitTags != nil:
+		url = rs.Spec.GitTags.URL
+	default:
+		return nil, stalledf(uprevv1.InvalidSpecReason, "spec.secretRef: a GitHub App authenticates githubReleases and gitTags only")
+	}
+	app := gitrepo.GitHubApp{Tokens: r.TokenCache, Kind: uprevv1.ReleaseSourceKind, Name: rs.Name, Namespace: rs.Namespace, Timeout: access.Timeout}
+	creds, err := app.Credentials(ctx, url, access.Secret)
+	if err != nil {
+		return nil, gitError(err)
+	}
+	if rs.Spec.GitHubReleases != nil {
+		return map[string][]byte{gitrepo.SecretBearerToken: creds[gitrepo.SecretPassword]}, nil
+	}
+	return creds, nil
 }
 
 // sourceError sorts an error of internal/source into Stalled, retried or

@@ -308,3 +308,32 @@ func TestReleaseSourceNeedsExactlyOneKind(t *testing.T) {
 		g.Expect(err.Error()).To(ContainSubstring("exactly one of helmRepository, githubReleases, gitTags and httpJSON must be set"))
 	}
 }
+
+// TestReleaseSourceGitHubApp: a Secret with Flux's GitHub App keys is
+// exchanged for an installation token, which the releases API gets as its
+// bearer token; the app's key never leaves for the releases API.
+func TestReleaseSourceGitHubApp(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	app := githubapi.Start(t)
+	api := githubapi.StartReleases(t)
+	api.RequireToken(app.Token)
+	api.SetReleases("acme/agent", githubapi.Release{TagName: "v1.2.0"}, githubapi.Release{TagName: "v1.1.0"})
+	g.Expect(k8s.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Data:       app.SecretData(),
+	})).To(Succeed())
+	ref := metaRef("app")
+	rs := newReleaseSource(t, ns, "agent", uprevv1.ReleaseSourceSpec{
+		GitHubReleases: &uprevv1.GitHubReleasesSource{Repository: "acme/agent", URL: api.URL},
+		SecretRef:      &ref,
+		Policy:         semverChoice(">=1.0.0"),
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(sourceLatest(g, rs).Version).To(Equal("v1.2.0"))
+	}).Should(Succeed())
+	g.Expect(app.Issued()).To(BeNumerically(">=", 1), "an installation token was asked for")
+	for _, req := range api.Requests() {
+		g.Expect(req.Header.Get("Authorization")).To(Equal("Bearer "+app.Token), "only the installation token reaches the releases API")
+	}
+}

@@ -216,7 +216,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up ReleaseGate controller: %w", err)
 		}
 		gates.Events = recorders(gates.Events)
-		sources := &ReleaseSourceReconciler{Clock: opts.Clock, Sources: source.NewClient(source.Options{
+		sources := &ReleaseSourceReconciler{Clock: opts.Clock, TokenCache: tokens, Sources: source.NewClient(source.Options{
 			DenyCIDRs: opts.Registry.DenyCIDRs, UserAgent: opts.Registry.UserAgent})}
 		if err := sources.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ReleaseSource controller: %w", err)
