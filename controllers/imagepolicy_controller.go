@@ -28,6 +28,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/signature"
 )
 
 // Reasons of ImagePolicy conditions beyond Flux's own.
@@ -56,6 +57,9 @@ type ImagePolicyReconciler struct {
 	Tags registry.Store
 	// Clock tells the time for release gates; the wall clock when nil.
 	Clock clock.PassiveClock
+	// Verifier verifies signatures for ReleaseGates with spec.verify and
+	// keeps its verdicts; one with the defaults when nil.
+	Verifier *signature.Verifier
 	// NoCrossNamespaceRefs refuses an ImageRepository in another
 	// namespace, whatever its accessFrom says (Flux's
 	// --no-cross-namespace-refs).
@@ -71,6 +75,13 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.Verifier == nil {
+		v, err := signature.NewVerifier(signature.Options{Clock: r.Clock})
+		if err != nil {
+			return fmt.Errorf("creating the signature verifier: %w", err)
+		}
+		r.Verifier = v
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, imageRepositoryRefIndex,
 		func(obj client.Object) []string {
@@ -145,8 +156,15 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 	tag := sel.Tag
 
 	latest := &imagev1.ImageRef{Name: repo.Spec.Image, Tag: tag}
-	if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {
-		return outcome{err: err}
+	switch {
+	case sel.Digest != "" && pol.GetDigestReflectionPolicy() != imagev1.ReflectNever:
+		// The digest whose signature was verified, not a second look-up
+		// the tag may have moved away from since.
+		latest.Digest = sel.Digest
+	default:
+		if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {
+			return outcome{err: err}
+		}
 	}
 	r.recordLatest(pol, latest)
 
@@ -212,25 +230,38 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 			return prev.Digest, nil
 		}
 	}
-	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
-	if !ok {
-		return "", transientAfter(registryBusyReason,
-			fmt.Errorf("waiting to look up the digest: %s already holds its share of the policy workers", busy), busyRetry)
-	}
-	defer release()
-	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	reg, release, err := r.registryClient(ctx, pol, repo, "look up the digest")
 	if err != nil {
 		return "", err
 	}
-	reg, err := r.Scanner.Client(ctx, access)
-	if err != nil {
-		return "", registryError(err)
-	}
+	defer release()
 	digest, err := reg.Digest(ctx, repo.Spec.Image, tag)
 	if err != nil {
 		return "", registryError(err)
 	}
 	return digest, nil
+}
+
+// registryClient returns a client of the registry of repo, with its
+// credentials, once the policy may take a share of the workers for it;
+// release gives the share back. what says what the client is for.
+func (r *ImagePolicyReconciler) registryClient(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, what string) (*registry.Client, func(), error) {
+	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
+	if !ok {
+		return nil, nil, transientAfter(registryBusyReason,
+			fmt.Errorf("waiting to %s: %s already holds its share of the policy workers", what, busy), busyRetry)
+	}
+	access, err := registryAccess(ctx, r.Client, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	reg, err := r.Scanner.Client(ctx, access)
+	if err != nil {
+		release()
+		return nil, nil, registryError(err)
+	}
+	return reg, release, nil
 }
 
 // recordLatest sets latestRef, keeping the previous one and recording an

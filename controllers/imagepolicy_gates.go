@@ -44,7 +44,7 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 			return gate.Selection{}, storedTagsError(repo, readErr)
 		}
 		count = len(tags)
-		sel, err = gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, tags, gates, r.Clock.Now())
+		sel, err = r.selectVerified(ctx, pol, repo, tags, gates)
 	}
 	switch {
 	case errors.Is(err, policy.ErrInvalidPolicy):
@@ -123,6 +123,9 @@ func gatedOutcome(o outcome, sel gate.Selection, now time.Time) outcome {
 	w := sel.Waiting[0]
 	hold := w.Holds[0]
 	waits := fmt.Sprintf("%s waits for %s until %s (ReleaseGate %s)", w.Tag, hold.Kind, hold.EligibleAt.UTC().Format(time.RFC3339), hold.Gate)
+	if hold.Kind == gate.Verify {
+		waits = fmt.Sprintf("%s refused: %s (ReleaseGate %s; signatures read again from %s)", w.Tag, hold.Reason, hold.Gate, hold.EligibleAt.UTC().Format(time.RFC3339))
+	}
 	if more := len(sel.Waiting) - 1; more > 0 {
 		waits += fmt.Sprintf(", and %d more newer version(s) wait", more)
 	}

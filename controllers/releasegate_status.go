@@ -23,8 +23,12 @@ func withWaiting(gp uprevv1.GatedPolicy, name string, sel gate.Selection) (uprev
 				next = h.EligibleAt
 			}
 			if len(gp.Waiting) < uprevv1.MaxWaitingVersions {
-				at := metav1.NewTime(h.EligibleAt)
-				gp.Waiting = append(gp.Waiting, uprevv1.WaitingVersion{Tag: w.Tag, Gate: h.Kind, EligibleAt: &at, Reason: h.Reason})
+				wv := uprevv1.WaitingVersion{Tag: w.Tag, Gate: h.Kind, Reason: h.Reason}
+				if h.Kind != gate.Verify {
+					at := metav1.NewTime(h.EligibleAt)
+					wv.EligibleAt = &at
+				}
+				gp.Waiting = append(gp.Waiting, wv)
 			}
 		}
 	}

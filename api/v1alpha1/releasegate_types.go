@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,6 +18,9 @@ const (
 	// ReleaseGatedReason: release gates hold back every version an
 	// ImagePolicy would select; it keeps its latestRef meanwhile.
 	ReleaseGatedReason = "ReleaseGated"
+	// VerificationFailedReason: the signatures of a version could not be
+	// read (the registry failed); the ImagePolicy keeps its latestRef.
+	VerificationFailedReason = "VerificationFailed"
 	// GateInvalidReason: an ImagePolicy is selected by a ReleaseGate whose
 	// spec is invalid, and keeps its latestRef until the gate is fixed.
 	GateInvalidReason = "ReleaseGateInvalid"
@@ -43,6 +47,14 @@ type ReleaseGateSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	MinReleaseAge string `json:"minReleaseAge,omitempty"`
+	// Verify lets a version through only when the digest its policy
+	// would write carries a signature this spec accepts, in the shape of
+	// Flux's OCIRepository spec.verify: cosign with the public keys of
+	// secretRef (*.pub), or keyless with matchOIDCIdentity and the trusted
+	// root of trustedRootSecretRef (trusted_root.json; public Sigstore's
+	// when unset). A version refused is listed in status with the reason.
+	// +optional
+	Verify *sourcev1.OCIRepositoryVerification `json:"verify,omitempty"`
 }
 
 // ReleaseGateStatus reports, per gated ImagePolicy, what it selects and
@@ -91,12 +103,15 @@ type GatedVersion struct {
 type WaitingVersion struct {
 	// Tag is the image tag.
 	Tag string `json:"tag"`
-	// Gate is what holds it back: minReleaseAge.
+	// Gate is what holds it back: minReleaseAge, or verify for a version
+	// whose signature does not verify.
 	Gate string `json:"gate"`
-	// EligibleAt is when this gate lets it through.
+	// EligibleAt is when this gate lets it through; unset for a refused
+	// signature.
 	// +optional
 	EligibleAt *metav1.Time `json:"eligibleAt,omitempty"`
-	// Reason says why, for a person.
+	// Reason says why, for a person; for verify, the refusal: unsigned,
+	// wrong key, identity mismatch or untrusted chain.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 }

@@ -30,6 +30,12 @@ import (
 // is old enough, counted from when a scan first saw its tag.
 const MinReleaseAge = "minReleaseAge"
 
+// Verify is the name of the gate that refuses a version whose signature
+// does not verify (ReleaseGate spec.verify). The caller verifies, newest
+// first, what Select selects, and selects again with the refused versions
+// in Gate.Refused, until a version passes.
+const Verify = "verify"
+
 // MaxWaiting bounds the waiting versions a Selection lists: the newest
 // ones. The selection itself is not bounded.
 const MaxWaiting = 100
@@ -41,13 +47,17 @@ type Gate struct {
 	// MinReleaseAge is how long after a scan first saw a tag its version
 	// may be selected; 0 sets no age.
 	MinReleaseAge time.Duration
+	// Refused are the versions this gate's signature verification
+	// refused, by tag, each with its Hold (Kind Verify, EligibleAt when the
+	// signatures are read again).
+	Refused map[string]Hold
 }
 
 // Hold is one gate holding one version back.
 type Hold struct {
 	// Gate names the ReleaseGate.
 	Gate string
-	// Kind is the gate that holds it: MinReleaseAge.
+	// Kind is the gate that holds it: MinReleaseAge or Verify.
 	Kind string
 	// EligibleAt is when this gate lets the version through.
 	EligibleAt time.Time
@@ -81,6 +91,9 @@ type Selection struct {
 	// eligible, when the selection must be made again; zero when none is
 	// held.
 	NextEligibleAt time.Time
+	// Digest is the digest of Tag whose signature a Verify gate checked;
+	// empty when no gate verifies signatures.
+	Digest string
 }
 
 // Select returns the newest version that choice and filter select from
@@ -126,6 +139,9 @@ func Select(choice imagev1.ImagePolicyChoice, filter *imagev1.TagFilter, tags []
 func holdsOf(t registry.SeenTag, gates []Gate, now time.Time) []Hold {
 	var hs []Hold
 	for _, g := range gates {
+		if h, ok := g.Refused[t.Name]; ok {
+			hs = append(hs, h)
+		}
 		if g.MinReleaseAge <= 0 {
 			continue
 		}
