@@ -150,3 +150,22 @@ func TestVerifyWithABadKeyKeepsTheLatestRef(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(uprevv1.GateInvalidReason))
 	}).Should(Succeed())
 }
+
+func TestVerifyNotationTrustedAndUntrusted(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	signing.NotationRSA().Sign(t, reg, "acme/agent", reg.PushImage(t, "acme/agent", "1.0.0"))
+	signing.NotationEC().Sign(t, reg, "acme/agent", reg.PushImage(t, "acme/agent", "1.1.0"))
+	newVerifyGate(t, ns,
+		&sourcev1.OCIRepositoryVerification{Provider: "notation", SecretRef: &meta.LocalObjectReference{Name: "notation"}},
+		map[string]map[string][]byte{"notation": {"trustpolicy.json": signing.TrustPolicy("*"), "ca.crt": signing.NotationRSA().RootPEM()}})
+	newRepository(t, ns, reg.Image("acme/agent"))
+	pol := newPolicy(t, ns, "agent", semverChoice(">=1.0.0"), prodStage)
+
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.0.0"), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 refused: untrusted chain"))
+	}).Should(Succeed())
+}

@@ -2,6 +2,10 @@
 // a signature that a verification spec (ReleaseGate spec.verify) accepts,
 // before any version of it is written to Git.
 //
+// Notary Project signatures are read from the OCI referrers of the image
+// and verified with notation-go against the trust policy and trust store
+// of the spec.
+//
 // Cosign signatures are found in both layouts cosign writes: the
 // sha256-<hex>.sig tag of cosign 2 (simple-signing payloads with the
 // signature, and for keyless signing the certificate and Rekor bundle, in
@@ -106,6 +110,8 @@ type Registry interface {
 	// Referrers lists the manifests whose subject is image@digest, of
 	// artifactType when set.
 	Referrers(ctx context.Context, image, digest, artifactType string) ([]v1.Descriptor, error)
+	// Describe returns the descriptor of the manifest image:reference.
+	Describe(ctx context.Context, image, reference string) (v1.Descriptor, error)
 	// ReadArtifact reads the manifest image@digest.
 	ReadArtifact(ctx context.Context, image, digest string, read func(v1.Image) error, opts ...registry.ArtifactOption) error
 }

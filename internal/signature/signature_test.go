@@ -137,8 +137,12 @@ func TestSignatureOfAnotherImage(t *testing.T) {
 
 func TestKeylessSignatures(t *testing.T) {
 	layouts := map[string]func(s *signing.Sigstore, e *env, subject string){
-		"cosign 2 .sig tag":  func(s *signing.Sigstore, e *env, subject string) { s.SignTag(t, e.reg, "app", e.digest, subject, githubIssuer) },
-		"cosign 3 referrers": func(s *signing.Sigstore, e *env, subject string) { s.SignBundle(t, e.reg, "app", e.digest, subject, githubIssuer) },
+		"cosign 2 .sig tag": func(s *signing.Sigstore, e *env, subject string) {
+			s.SignTag(t, e.reg, "app", e.digest, subject, githubIssuer)
+		},
+		"cosign 3 referrers": func(s *signing.Sigstore, e *env, subject string) {
+			s.SignBundle(t, e.reg, "app", e.digest, subject, githubIssuer)
+		},
 	}
 	for name, sign := range layouts {
 		t.Run(name, func(t *testing.T) {
@@ -235,6 +239,8 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 		"an empty subject":       {Identities: []signature.Identity{{Issuer: ".*"}}},
 		"a trusted root garbled": {Identities: []signature.Identity{{Issuer: ".*", Subject: ".*"}}, TrustedRoot: []byte("{")},
 		"an unknown provider":    {Provider: "gpg"},
+		"notation, no policy":    {Provider: signature.Notation, Keys: map[string][]byte{"ca.crt": []byte("x")}},
+		"notation, bad policy":   {Provider: signature.Notation, Keys: map[string][]byte{signature.TrustPolicyKey: []byte(`{"version":"9"}`), "ca.crt": signing.NotationRSA().RootPEM()}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := signature.Compile(spec)
@@ -246,4 +252,33 @@ func TestCompileRefusesBadSpecs(t *testing.T) {
 func TestPublicSigstoreIsTheDefaultRoot(t *testing.T) {
 	_, err := signature.Compile(signature.Spec{Identities: []signature.Identity{{Issuer: ".*", Subject: ".*"}}})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+}
+
+func notationSpec(ca *signing.NotationCA, trustedIdentities ...string) signature.Spec {
+	if len(trustedIdentities) == 0 {
+		trustedIdentities = []string{"*"}
+	}
+	return signature.Spec{Provider: signature.Notation, Keys: map[string][]byte{
+		signature.TrustPolicyKey: signing.TrustPolicy(trustedIdentities...),
+		"ca.crt":                 ca.RootPEM(),
+	}}
+}
+
+func TestNotationSignatures(t *testing.T) {
+	g := NewWithT(t)
+	e := newEnv(t)
+	trusted := signing.NotationRSA()
+
+	j := verify(t, e, newVerifier(t, nil), compile(t, notationSpec(trusted)))
+	g.Expect(j.Reason).To(Equal(signature.Unsigned), j.Detail)
+
+	trusted.Sign(t, e.reg, "app", e.digest)
+	j = verify(t, e, newVerifier(t, nil), compile(t, notationSpec(trusted)))
+	g.Expect(j.Verified).To(BeTrue(), j.Detail)
+
+	j = verify(t, e, newVerifier(t, nil), compile(t, notationSpec(trusted, "x509.subject: C=US, ST=WA, L=Seattle, O=Notary, CN=Someone Else")))
+	g.Expect(j.Reason).To(Equal(signature.IdentityMismatch), j.Detail)
+
+	j = verify(t, e, newVerifier(t, nil), compile(t, notationSpec(signing.NotationEC())))
+	g.Expect(j.Reason).To(Equal(signature.UntrustedChain), j.Detail)
 }
