@@ -7,6 +7,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gate"
@@ -78,6 +79,8 @@ func (r *ImagePolicyReconciler) selectVerified(ctx context.Context, pol *imagev1
 				continue
 			}
 			g := &gates[c.gate]
+			ctrl.LoggerFrom(ctx).V(1).Info("Signature refused", "tag", sel.Tag, "digest", digest, "releaseGate", g.Name,
+				"reason", j.Reason, "detail", j.Detail, "cached", j.Cached)
 			if g.Refused == nil {
 				g.Refused = map[string]gate.Hold{}
 			}
