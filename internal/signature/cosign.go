@@ -16,6 +16,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -349,6 +350,9 @@ func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.
 		case b == nil:
 			continue
 		}
+		if !statementNames(b, digest) {
+			continue
+		}
 		vc, err := b.VerificationContent()
 		if err != nil {
 			continue
@@ -361,6 +365,30 @@ func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.
 		})
 	}
 	return out, nil
+}
+
+// statementNames tells whether the in-toto statement of a DSSE bundle
+// names digest among its subjects: a bundle copied to another image's
+// referrers signs that other image, and counts as no signature here. A
+// bundle with a message signature is judged by verification alone.
+func statementNames(b *bundle.Bundle, digest v1.Hash) bool {
+	if _, ok := b.Content.(*protobundle.Bundle_DsseEnvelope); !ok {
+		return true
+	}
+	env, err := b.Envelope()
+	if err != nil {
+		return false
+	}
+	st, err := env.Statement()
+	if err != nil {
+		return false
+	}
+	for _, subject := range st.GetSubject() {
+		if subject.GetDigest()[digest.Algorithm] == digest.Hex {
+			return true
+		}
+	}
+	return false
 }
 
 // readBlob reads the blob of layer from img, at most MaxSignatureBytes.

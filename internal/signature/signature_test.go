@@ -128,11 +128,12 @@ func TestSignatureOfAnotherImage(t *testing.T) {
 	img, err := sigs.Image()
 	g.Expect(err).NotTo(HaveOccurred())
 	e.reg.Push(t, "app", signature.SignatureTag(unsigned), img)
+	key.SignBundleAttachedTo(t, e.reg, "app", e.digest, unsigned)
 
 	j, err := newVerifier(t, nil).Verify(t.Context(), e.client, e.image, unsigned, compile(t, keySpec(t, key)))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(j.Verified).To(BeFalse(), "a signature of %s let %s through", e.digest, unsigned)
-	g.Expect(j.Reason).To(Equal(signature.Unsigned))
+	g.Expect(j.Reason).To(Equal(signature.Unsigned), j.Detail)
 }
 
 func TestKeylessSignatures(t *testing.T) {

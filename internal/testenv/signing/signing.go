@@ -104,8 +104,16 @@ func (k *Key) SignTag(t testing.TB, reg *registry.Registry, repo, digest string)
 // pushed as a referrer of the image.
 func (k *Key) SignBundle(t testing.TB, reg *registry.Registry, repo, digest string) {
 	t.Helper()
+	k.SignBundleAttachedTo(t, reg, repo, digest, digest)
+}
+
+// SignBundleAttachedTo signs repo@signed with k in the cosign 3 layout but
+// pushes the bundle as a referrer of repo@attachedTo, as someone copying a
+// signature to another image would.
+func (k *Key) SignBundleAttachedTo(t testing.TB, reg *registry.Registry, repo, signed, attachedTo string) {
+	t.Helper()
 	const payloadType = "application/vnd.in-toto+json"
-	body := statement(reg.Image(repo), digest)
+	body := statement(reg.Image(repo), signed)
 	sig := k.sign(t, dsse.PAE(payloadType, body))
 	der, err := x509.MarshalPKIXPublicKey(k.priv.Public())
 	if err != nil {
@@ -122,7 +130,7 @@ func (k *Key) SignBundle(t testing.TB, reg *registry.Registry, repo, digest stri
 			Signatures: []*protodsse.Signature{{Sig: sig}},
 		}},
 	}
-	pushBundle(t, reg, repo, digest, pb)
+	pushBundle(t, reg, repo, attachedTo, pb)
 }
 
 // Sigstore is a private Sigstore made for one test.
