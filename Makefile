@@ -100,6 +100,7 @@ FUZZ_TARGETS := \
 	./internal/guard:FuzzParseUpdateTrailers \
 	./internal/kubeconfig:FuzzRESTConfig \
 	./internal/policy:FuzzSelectLatest \
+	./internal/signature:FuzzTagSignature \
 	./internal/update:FuzzParseMarker \
 	./internal/update:FuzzRewrite \
 	./internal/webhook:FuzzParseRegistryPush

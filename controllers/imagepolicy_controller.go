@@ -29,6 +29,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/signature"
 )
 
 // Reasons of ImagePolicy conditions beyond Flux's own.
@@ -57,6 +58,9 @@ type ImagePolicyReconciler struct {
 	Tags registry.Store
 	// Clock tells the time for release gates; the wall clock when nil.
 	Clock clock.PassiveClock
+	// Verifier verifies signatures for ReleaseGates with spec.verify and
+	// keeps its verdicts; one with the defaults when nil.
+	Verifier *signature.Verifier
 	// NoCrossNamespaceRefs refuses an ImageRepository in another
 	// namespace, whatever its accessFrom says (Flux's
 	// --no-cross-namespace-refs).
@@ -74,6 +78,13 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.Verifier == nil {
+		v, err := signature.NewVerifier(signature.Options{Clock: r.Clock})
+		if err != nil {
+			return fmt.Errorf("creating the signature verifier: %w", err)
+		}
+		r.Verifier = v
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &imagev1.ImagePolicy{}, imageRepositoryRefIndex,
 		func(obj client.Object) []string {
@@ -172,8 +183,15 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 	tag := sel.Tag
 
 	latest := &imagev1.ImageRef{Name: repo.Spec.Image, Tag: tag}
-	if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {
-		return outcome{err: err}
+	switch {
+	case sel.Digest != "" && pol.GetDigestReflectionPolicy() != imagev1.ReflectNever:
+		// The digest whose signature was verified, not a second look-up
+		// the tag may have moved away from since.
+		latest.Digest = sel.Digest
+	default:
+		if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {
+			return outcome{err: err}
+		}
 	}
 	if hold, held := sel.DigestHold(latest.Digest); held {
 		return outcome{err: degraded(uprevv1.ReleaseGatedReason, fmt.Errorf("%s; latestRef stays as it was", waitText(tag, hold)))}
@@ -242,20 +260,32 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 			return prev.Digest, nil
 		}
 	}
-	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
-	if !ok {
-		return "", r.waits.busyError(pol, r.Clock.Now(), "look up the digest", busy)
-	}
-	defer release()
-	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	reg, release, err := r.registryFor(ctx, pol, repo, "look up the digest")
 	if err != nil {
 		return "", err
 	}
+	defer release()
 	digest, err := reg.Digest(ctx, repo.Spec.Image, tag)
 	if err != nil {
 		return "", registryError(err)
 	}
 	return digest, nil
+}
+
+// registryFor returns the client of repo's registry for work of pol (what,
+// for the message of a wait), holding a share of the policy workers until
+// release is called.
+func (r *ImagePolicyReconciler) registryFor(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, what string) (*registry.Client, func(), error) {
+	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
+	if !ok {
+		return nil, nil, r.waits.busyError(pol, r.Clock.Now(), what, busy)
+	}
+	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return reg, release, nil
 }
 
 // recordLatest sets latestRef, keeping the previous one and recording an

@@ -46,7 +46,7 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 			return gate.Selection{}, storedTagsError(repo, readErr)
 		}
 		count = len(tags)
-		sel, err = gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, repo.Spec.Image, tags, gates, r.Clock.Now())
+		sel, err = r.selectVerified(ctx, pol, repo, tags, gates)
 	}
 	switch {
 	case errors.Is(err, policy.ErrInvalidPolicy):
@@ -218,6 +218,8 @@ func gatedOutcome(o outcome, sel gate.Selection, now time.Time) outcome {
 // "1.5.0 waits for promotion: eu-staging runs 1.4.2 (ReleaseGate prod)".
 func waitText(tag string, hold gate.Hold) string {
 	switch {
+	case hold.Kind == gate.Verify:
+		return fmt.Sprintf("%s refused: %s (ReleaseGate %s; signatures read again from %s)", tag, hold.Reason, hold.Gate, hold.EligibleAt.UTC().Format(time.RFC3339))
 	case hold.Kind == gate.MinReleaseAge:
 		return fmt.Sprintf("%s waits for %s until %s (ReleaseGate %s)", tag, hold.Kind, hold.EligibleAt.UTC().Format(time.RFC3339), hold.Gate)
 	case hold.EligibleAt.IsZero():

@@ -114,6 +114,11 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 	if _, err := gateOf(ctx, r.Client, rg); err != nil {
 		return outcome{err: err}
 	}
+	if rg.Spec.Verify != nil {
+		if _, err := r.Policies.verifyPolicy(ctx, rg); err != nil {
+			return outcome{err: err}
+		}
+	}
 	var list imagev1.ImagePolicyList
 	if err := r.List(ctx, &list, client.InNamespace(rg.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return outcome{err: fmt.Errorf("listing ImagePolicies: %w", err)}

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"github.com/fluxcd/pkg/apis/meta"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,6 +18,9 @@ const (
 	// ReleaseGatedReason: release gates hold back every version an
 	// ImagePolicy would select; it keeps its latestRef meanwhile.
 	ReleaseGatedReason = "ReleaseGated"
+	// VerificationFailedReason: the signatures of a version could not be
+	// read (the registry failed); the ImagePolicy keeps its latestRef.
+	VerificationFailedReason = "VerificationFailed"
 	// GateInvalidReason: an ImagePolicy is selected by a ReleaseGate whose
 	// spec is invalid, and keeps its latestRef until the gate is fixed.
 	GateInvalidReason = "ReleaseGateInvalid"
@@ -56,6 +60,14 @@ type ReleaseGateSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	MinReleaseAge string `json:"minReleaseAge,omitempty"`
+	// Verify lets a version through only when the digest its policy
+	// would write carries a signature this spec accepts, in the shape of
+	// Flux's OCIRepository spec.verify: cosign with the public keys of
+	// secretRef (*.pub), or keyless with matchOIDCIdentity and the trusted
+	// root of trustedRootSecretRef (trusted_root.json; public Sigstore's
+	// when unset). A version refused is listed in status with the reason.
+	// +optional
+	Verify *sourcev1.OCIRepositoryVerification `json:"verify,omitempty"`
 	// Promotion holds a version back until the targets of an earlier
 	// stage's Sync run it and have been healthy for long enough.
 	// +optional
@@ -134,14 +146,16 @@ type GatedVersion struct {
 type WaitingVersion struct {
 	// Tag is the image tag.
 	Tag string `json:"tag"`
-	// Gate is what holds it back: minReleaseAge or promotion.
+	// Gate is what holds it back: minReleaseAge, promotion, or verify for
+	// a version whose signature does not verify.
 	Gate string `json:"gate"`
 	// EligibleAt is when this gate lets it through; unset when no time
 	// will by itself (a promotion waiting for the earlier stage to run the
-	// version, or to be healthy).
+	// version, or to be healthy) and for a refused signature.
 	// +optional
 	EligibleAt *metav1.Time `json:"eligibleAt,omitempty"`
-	// Reason says why, for a person.
+	// Reason says why, for a person; for verify, the refusal: unsigned,
+	// wrong key, identity mismatch or untrusted chain.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 }

@@ -11,8 +11,9 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
-	apiv1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	image_reflector_controllerapiv1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	apiv1 "github.com/fluxcd/source-controller/api/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -619,6 +620,11 @@ func (in *ReleaseGateList) DeepCopyObject() runtime.Object {
 func (in *ReleaseGateSpec) DeepCopyInto(out *ReleaseGateSpec) {
 	*out = *in
 	in.PolicySelector.DeepCopyInto(&out.PolicySelector)
+	if in.Verify != nil {
+		in, out := &in.Verify, &out.Verify
+		*out = new(apiv1.OCIRepositoryVerification)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Promotion != nil {
 		in, out := &in.Promotion, &out.Promotion
 		*out = new(Promotion)
@@ -767,7 +773,7 @@ func (in *ReleaseSourceSpec) DeepCopyInto(out *ReleaseSourceSpec) {
 	in.Policy.DeepCopyInto(&out.Policy)
 	if in.FilterTags != nil {
 		in, out := &in.FilterTags, &out.FilterTags
-		*out = new(apiv1.TagFilter)
+		*out = new(image_reflector_controllerapiv1.TagFilter)
 		**out = **in
 	}
 	if in.Assets != nil {

@@ -159,13 +159,16 @@ func versionText(v Version, withDigest bool) string {
 }
 
 // WaitText says at which gate a waiting version waits and for how long
-// still: "age, 2d 4h"; the gate's reason instead when it names no time.
+// still: "age, 2d 4h"; the gate's reason instead when it names no time;
+// "refused: unsigned" for a version whose signature does not verify.
 func WaitText(w uprevv1.WaitingVersion, now time.Time) string {
 	gateName := w.Gate
 	if gateName == gate.MinReleaseAge {
 		gateName = "age"
 	}
 	switch {
+	case gateName == gate.Verify:
+		return "refused: " + w.Reason
 	case w.EligibleAt != nil:
 		return gateName + ", " + remaining(w.EligibleAt.Sub(now))
 	case w.Reason != "":

@@ -34,6 +34,12 @@ import (
 // is old enough, counted from when a scan first saw its tag.
 const MinReleaseAge = "minReleaseAge"
 
+// Verify is the name of the gate that refuses a version whose signature
+// does not verify (ReleaseGate spec.verify). The caller verifies, newest
+// first, what Select selects, and selects again with the refused versions
+// in Gate.Refused, until a version passes.
+const Verify = "verify"
+
 // MaxWaiting bounds the waiting versions a Selection lists: the newest
 // ones. The selection itself is not bounded.
 const MaxWaiting = 100
@@ -48,13 +54,17 @@ type Gate struct {
 	// Promotion, when set, lets a version through only once an earlier
 	// stage runs it healthy.
 	Promotion *PromotionGate
+	// Refused are the versions this gate's signature verification
+	// refused, by tag, each with its Hold (Kind Verify, EligibleAt when the
+	// signatures are read again).
+	Refused map[string]Hold
 }
 
 // Hold is one gate holding one version back.
 type Hold struct {
 	// Gate names the ReleaseGate.
 	Gate string
-	// Kind is the gate that holds it: MinReleaseAge or Promotion.
+	// Kind is the gate that holds it: MinReleaseAge, Promotion or Verify.
 	Kind string
 	// EligibleAt is when this gate lets the version through; zero when no
 	// time will (a promotion waiting for a target to run the version or
@@ -91,6 +101,9 @@ type Selection struct {
 	// eligible, when the selection must be made again; zero when none
 	// becomes eligible by time alone.
 	NextEligibleAt time.Time
+	// Digest is the digest of Tag whose signature a Verify gate checked;
+	// empty when no gate verifies signatures.
+	Digest string
 
 	// stages are the promotion gates, for DigestHold.
 	stages []*stage
@@ -169,6 +182,9 @@ func holdsOf(t registry.SeenTag, gates []Gate, stages []*stage, now time.Time) [
 		}
 	}
 	for _, g := range gates {
+		if h, ok := g.Refused[t.Name]; ok {
+			hs = append(hs, h)
+		}
 		if g.MinReleaseAge <= 0 {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/time/rate"
@@ -390,11 +391,25 @@ func (c *Client) ListTags(ctx context.Context, image string) ([]string, error) {
 // Digest returns the digest of image:tag with one HEAD request, or a GET
 // when the registry does not allow HEAD.
 func (c *Client) Digest(ctx context.Context, image, tag string) (string, error) {
-	repo, err := parseRepository(image, c.insecure)
+	desc, err := c.Describe(ctx, image, tag)
 	if err != nil {
 		return "", err
 	}
-	ref := repo.Tag(tag)
+	return desc.Digest.String(), nil
+}
+
+// Describe returns the descriptor (media type, size, digest) of the
+// manifest image:reference, a tag or a digest, with one HEAD request, or a
+// GET when the registry does not allow HEAD.
+func (c *Client) Describe(ctx context.Context, image, reference string) (v1.Descriptor, error) {
+	repo, err := parseRepository(image, c.insecure)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	var ref name.Reference = repo.Tag(reference)
+	if strings.Contains(reference, ":") {
+		ref = repo.Digest(reference)
+	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	desc, err := c.puller.Head(ctx, ref)
@@ -406,9 +421,9 @@ func (c *Client) Digest(ctx context.Context, image, tag string) (string, error) 
 		}
 	}
 	if err != nil {
-		return "", fmt.Errorf("looking up the digest of %s:%s: %w", image, tag, classify(err))
+		return v1.Descriptor{}, fmt.Errorf("looking up the digest of %s: %w", ref, classify(err))
 	}
-	return desc.Digest.String(), nil
+	return *desc, nil
 }
 
 // withTimeout bounds one call by the Access timeout.

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -45,4 +47,41 @@ func (r *Registry) tag(t testing.TB, repo, tag string) name.Tag {
 		t.Fatalf("parsing image name: %v", err)
 	}
 	return ref
+}
+
+// PushReferrer pushes img, an artifact the test built whose manifest names
+// a subject (a signature bundle), by its digest, without a tag, as the
+// OCI referrers layout does, and returns that digest.
+func (r *Registry) PushReferrer(t testing.TB, repo string, img v1.Image) string {
+	t.Helper()
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatalf("computing the digest of a referrer of %s: %v", repo, err)
+	}
+	ref, err := name.NewDigest(r.Image(repo)+"@"+digest.String(), name.Insecure)
+	if err != nil {
+		t.Fatalf("parsing image name: %v", err)
+	}
+	if err := remote.Write(ref, img, remote.WithTransport(handlerTransport{r})); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	return digest.String()
+}
+
+// Get reads the manifest repo:reference (a tag or a digest) straight from
+// the registry handler, as the push helpers write, without counting.
+func (r *Registry) Get(repo, reference string) (*remote.Descriptor, error) {
+	ref, err := name.ParseReference(r.Image(repo)+sep(reference)+reference, name.Insecure)
+	if err != nil {
+		return nil, fmt.Errorf("parsing image name: %w", err)
+	}
+	return remote.Get(ref, remote.WithTransport(handlerTransport{r}))
+}
+
+// sep is what goes between a repository and reference: @ before a digest.
+func sep(reference string) string {
+	if strings.Contains(reference, ":") {
+		return "@"
+	}
+	return ":"
 }

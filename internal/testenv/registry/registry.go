@@ -112,6 +112,10 @@ type Counts struct {
 	ManifestHead int
 	// ManifestGet is GET /v2/<name>/manifests/<reference>.
 	ManifestGet int
+	// Referrers is GET /v2/<name>/referrers/<digest>.
+	Referrers int
+	// BlobGet is GET /v2/<name>/blobs/<digest>.
+	BlobGet int
 	// Unauthorized is the requests answered 401.
 	Unauthorized int
 	// Throttled is the requests answered 429 because of ThrottleNext.
@@ -148,7 +152,7 @@ type Registry struct {
 }
 
 type counters struct {
-	total, ping, tagPages, head, get, unauthorized, throttled atomic.Int64
+	total, ping, tagPages, head, get, referrers, blobs, unauthorized, throttled atomic.Int64
 }
 
 // Start starts a registry configured by opts and stops it when the test ends.
@@ -167,7 +171,7 @@ func Start(t testing.TB, opts ...Option) *Registry {
 // (TLS handshake failures) go to logs. Close stops it.
 func New(logs io.Writer, opts ...Option) (*Registry, error) {
 	r := &Registry{
-		store:      ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))),
+		store:      ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)), ggcrregistry.WithReferrersSupport(true)),
 		sortedTags: map[string][]string{},
 	}
 	for _, o := range opts {
@@ -222,6 +226,8 @@ func (r *Registry) Counts() Counts {
 		TagListPages: int(r.counts.tagPages.Load()),
 		ManifestHead: int(r.counts.head.Load()),
 		ManifestGet:  int(r.counts.get.Load()),
+		Referrers:    int(r.counts.referrers.Load()),
+		BlobGet:      int(r.counts.blobs.Load()),
 		Unauthorized: int(r.counts.unauthorized.Load()),
 		Throttled:    int(r.counts.throttled.Load()),
 	}
@@ -229,7 +235,7 @@ func (r *Registry) Counts() Counts {
 
 // ResetCounts sets all request counts, and the maximum seen in flight, to 0.
 func (r *Registry) ResetCounts() {
-	for _, c := range []*atomic.Int64{&r.counts.total, &r.counts.ping, &r.counts.tagPages, &r.counts.head, &r.counts.get, &r.counts.unauthorized, &r.counts.throttled} {
+	for _, c := range []*atomic.Int64{&r.counts.total, &r.counts.ping, &r.counts.tagPages, &r.counts.head, &r.counts.get, &r.counts.referrers, &r.counts.blobs, &r.counts.unauthorized, &r.counts.throttled} {
 		c.Store(0)
 	}
 	r.maxSeen.Store(r.inFlight.Load())
@@ -345,6 +351,10 @@ func (r *Registry) count(req *http.Request) {
 		r.counts.head.Add(1)
 	case strings.Contains(path, "/manifests/") && req.Method == http.MethodGet:
 		r.counts.get.Add(1)
+	case strings.Contains(path, "/referrers/") && req.Method == http.MethodGet:
+		r.counts.referrers.Add(1)
+	case strings.Contains(path, "/blobs/") && req.Method == http.MethodGet:
+		r.counts.blobs.Add(1)
 	}
 }
 

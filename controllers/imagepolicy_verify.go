@@ -1,0 +1,166 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gate"
+	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/signature"
+)
+
+// maxVerificationsPerSelection bounds the candidates whose signatures one
+// selection reads from the registry (verdicts from the cache are not
+// counted): a flood of unsigned tags is worked through over several runs,
+// each retried with backoff, instead of holding a worker for all of them.
+const maxVerificationsPerSelection = 20
+
+// trustedRootKey is the key of the trustedRootSecretRef Secret that holds
+// the Sigstore trusted root, as in Flux.
+const trustedRootKey = "trusted_root.json"
+
+// verification is the signature check of one ReleaseGate.
+type verification struct {
+	// gate indexes the gate in the list Select takes.
+	gate   int
+	policy signature.Policy
+}
+
+// selectVerified selects through gates as gate.Select does, and when
+// gates verify signatures, checks the selected version's digest and
+// selects again without it while it is refused: candidates are judged
+// newest first, down to the first that passes, and the refused ones are
+// held with Kind gate.Verify. The Selection's Digest is the digest
+// verified.
+func (r *ImagePolicyReconciler) selectVerified(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, tags []registry.SeenTag, gates []gate.Gate) (gate.Selection, error) {
+	checks, err := r.verificationsOf(ctx, pol.Namespace, gates)
+	if err != nil {
+		return gate.Selection{}, err
+	}
+	now := r.Clock.Now()
+	if len(checks) == 0 {
+		return gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, repo.Spec.Image, tags, gates, now)
+	}
+	reg, release, err := r.registryFor(ctx, pol, repo, "verify signatures")
+	if err != nil {
+		return gate.Selection{}, err
+	}
+	defer release()
+	fetched := 0
+	for {
+		sel, err := gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, repo.Spec.Image, tags, gates, now)
+		if err != nil || sel.Tag == "" {
+			return sel, err
+		}
+		if fetched == maxVerificationsPerSelection {
+			return gate.Selection{}, transient(uprevv1.VerificationFailedReason,
+				fmt.Errorf("read the signatures of %d versions, none verified yet; going on with %s in the next run", fetched, sel.Tag))
+		}
+		digest, err := reg.Digest(ctx, repo.Spec.Image, sel.Tag)
+		if err != nil {
+			return gate.Selection{}, registryError(err)
+		}
+		refused := false
+		for _, c := range checks {
+			j, err := r.Verifier.Verify(ctx, reg, repo.Spec.Image, digest, c.policy)
+			if err != nil {
+				return gate.Selection{}, verificationError(sel.Tag, err)
+			}
+			if !j.Cached {
+				fetched++
+			}
+			if j.Verified {
+				continue
+			}
+			g := &gates[c.gate]
+			ctrl.LoggerFrom(ctx).V(1).Info("Signature refused", "tag", sel.Tag, "digest", digest, "releaseGate", g.Name,
+				"reason", j.Reason, "detail", j.Detail, "cached", j.Cached)
+			if g.Refused == nil {
+				g.Refused = map[string]gate.Hold{}
+			}
+			g.Refused[sel.Tag] = gate.Hold{Gate: g.Name, Kind: gate.Verify, EligibleAt: j.RecheckAt, Reason: string(j.Reason)}
+			refused = true
+			break
+		}
+		if !refused {
+			sel.Digest = digest
+			return sel, nil
+		}
+	}
+}
+
+// verificationError sorts an error of verifying tag: a registry failure
+// is retried, a spec that cannot be used marks the policy not Ready.
+func verificationError(tag string, err error) error {
+	err = fmt.Errorf("verifying the signature of %s: %w", tag, err)
+	switch {
+	case errors.Is(err, signature.ErrInvalidSpec):
+		return degraded(uprevv1.GateInvalidReason, err)
+	case errors.Is(err, registry.ErrInvalidConfig):
+		return registryError(err)
+	default:
+		return transient(uprevv1.VerificationFailedReason, err)
+	}
+}
+
+// verificationsOf returns the signature checks of gates, reading each
+// ReleaseGate's spec.verify and its Secrets. A spec that cannot be used
+// fails the selection (degraded GateInvalid), so that no version passes a
+// check that cannot be made.
+func (r *ImagePolicyReconciler) verificationsOf(ctx context.Context, namespace string, gates []gate.Gate) ([]verification, error) {
+	var checks []verification
+	for i, g := range gates {
+		var rg uprevv1.ReleaseGate
+		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: g.Name}, &rg); err != nil {
+			return nil, fmt.Errorf("reading ReleaseGate %s: %w", g.Name, err)
+		}
+		if rg.Spec.Verify == nil {
+			continue
+		}
+		policy, err := r.verifyPolicy(ctx, &rg)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, verification{gate: i, policy: policy})
+	}
+	return checks, nil
+}
+
+// verifyPolicy compiles the spec.verify of rg with the data of its
+// Secrets. A missing Secret is retried (SecretNotFound); a spec that
+// cannot be used is degraded GateInvalid, naming the field, never a
+// Secret's content.
+func (r *ImagePolicyReconciler) verifyPolicy(ctx context.Context, rg *uprevv1.ReleaseGate) (signature.Policy, error) {
+	v := rg.Spec.Verify
+	spec := signature.Spec{Provider: v.Provider}
+	var err error
+	if v.SecretRef != nil {
+		if spec.Keys, err = secretData(ctx, r.Client, rg.Namespace, v.SecretRef.Name); err != nil {
+			return nil, err
+		}
+	}
+	if v.TrustedRootSecretRef != nil {
+		data, err := secretData(ctx, r.Client, rg.Namespace, v.TrustedRootSecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if spec.TrustedRoot = data[trustedRootKey]; spec.TrustedRoot == nil {
+			return nil, degraded(uprevv1.GateInvalidReason,
+				fmt.Errorf("ReleaseGate %s: spec.verify.trustedRootSecretRef: secret %s has no %s", rg.Name, v.TrustedRootSecretRef.Name, trustedRootKey))
+		}
+	}
+	for _, id := range v.MatchOIDCIdentity {
+		spec.Identities = append(spec.Identities, signature.Identity{Issuer: id.Issuer, Subject: id.Subject})
+	}
+	policy, err := signature.Compile(spec)
+	if err != nil {
+		return nil, degraded(uprevv1.GateInvalidReason, fmt.Errorf("ReleaseGate %s: spec.verify: %w", rg.Name, err))
+	}
+	return policy, nil
+}

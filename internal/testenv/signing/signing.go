@@ -1,0 +1,339 @@
+// Package signing signs images in the in-process test registry the way
+// cosign does, with keys and a Sigstore that the test makes: a cosign key
+// pair (ECDSA P-256, as `cosign generate-key-pair`), and keyless
+// signatures from sigstore-go's VirtualSigstore (a Fulcio CA, a Rekor log
+// and a timestamp authority in process), in both layouts cosign writes:
+// the sha256-<hex>.sig tag of cosign 2 and the OCI referrers bundle of
+// cosign 3.
+package signing
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protodsse "github.com/sigstore/protobuf-specs/gen/pb-go/dsse"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/uprev-dev/uprev/internal/signature"
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
+)
+
+// Key is a cosign key pair made for one test.
+type Key struct {
+	priv *ecdsa.PrivateKey
+}
+
+// NewKey makes a key pair as `cosign generate-key-pair` does (ECDSA
+// P-256).
+func NewKey(t testing.TB) *Key {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatalf("generating a signing key: %v", err)
+	}
+	return &Key{priv: priv}
+}
+
+// PublicPEM is the public key as cosign.pub holds it.
+func (k *Key) PublicPEM(t testing.TB) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKIXPublicKey(k.priv.Public())
+	if err != nil {
+		t.Fatalf("encoding a public key: %v", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+func (k *Key) sign(t testing.TB, message []byte) []byte {
+	t.Helper()
+	sum := sha256.Sum256(message)
+	sig, err := ecdsa.SignASN1(rand.Reader, k.priv, sum[:])
+	if err != nil {
+		t.Fatalf("signing: %v", err)
+	}
+	return sig
+}
+
+// Payload is the simple-signing payload cosign 2 signs for image@digest.
+func Payload(image, digest string) []byte {
+	return fmt.Appendf(nil, `{"critical":{"identity":{"docker-reference":%q},"image":{"docker-manifest-digest":%q},"type":"cosign container image signature"},"optional":null}`, image, digest)
+}
+
+// statement is the in-toto statement cosign 3 signs for image@digest.
+func statement(image, digest string) []byte {
+	algorithm, hexDigest, _ := strings.Cut(digest, ":")
+	return fmt.Appendf(nil, `{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":%q,"digest":{%q:%q}}],"predicateType":"https://sigstore.dev/cosign/sign/v1","predicate":{}}`, image, algorithm, hexDigest)
+}
+
+// SignTag signs repo@digest with k in the cosign 2 layout: a layer of the
+// manifest at tag sha256-<hex>.sig, added to the signatures already there.
+func (k *Key) SignTag(t testing.TB, reg *registry.Registry, repo, digest string) {
+	t.Helper()
+	payload := Payload(reg.Image(repo), digest)
+	pushTagSignature(t, reg, repo, digest, payload, map[string]string{
+		signature.SignatureAnnotation: base64.StdEncoding.EncodeToString(k.sign(t, payload)),
+	})
+}
+
+// SignBundle signs repo@digest with k in the cosign 3 layout: a Sigstore
+// bundle (a DSSE envelope of an in-toto statement naming the digest)
+// pushed as a referrer of the image.
+func (k *Key) SignBundle(t testing.TB, reg *registry.Registry, repo, digest string) {
+	t.Helper()
+	k.SignBundleAttachedTo(t, reg, repo, digest, digest)
+}
+
+// SignBundleAttachedTo signs repo@signed with k in the cosign 3 layout but
+// pushes the bundle as a referrer of repo@attachedTo, as someone copying a
+// signature to another image would.
+func (k *Key) SignBundleAttachedTo(t testing.TB, reg *registry.Registry, repo, signed, attachedTo string) {
+	t.Helper()
+	const payloadType = "application/vnd.in-toto+json"
+	body := statement(reg.Image(repo), signed)
+	sig := k.sign(t, dsse.PAE(payloadType, body))
+	der, err := x509.MarshalPKIXPublicKey(k.priv.Public())
+	if err != nil {
+		t.Fatalf("encoding a public key: %v", err)
+	}
+	hint := fmt.Sprintf("%x", sha256.Sum256(der))
+	pb := &protobundle.Bundle{
+		MediaType: signature.BundleArtifactType,
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_PublicKey{PublicKey: &protocommon.PublicKeyIdentifier{Hint: hint}},
+		},
+		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
+			Payload: body, PayloadType: payloadType,
+			Signatures: []*protodsse.Signature{{Sig: sig}},
+		}},
+	}
+	pushBundle(t, reg, repo, attachedTo, pb)
+}
+
+// Sigstore is a private Sigstore made for one test.
+type Sigstore struct {
+	vs *ca.VirtualSigstore
+}
+
+// NewSigstore starts a private Sigstore in process.
+func NewSigstore(t testing.TB) *Sigstore {
+	t.Helper()
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatalf("making a virtual Sigstore: %v", err)
+	}
+	return &Sigstore{vs: vs}
+}
+
+// TrustedRoot is the trusted_root.json of s, as a trustedRootSecretRef
+// Secret holds it.
+func (s *Sigstore) TrustedRoot(t testing.TB) []byte {
+	t.Helper()
+	// VirtualSigstore names its logs by the hex of their key ID where a
+	// trusted root holds the key ID itself.
+	logs := func(in map[string]*root.TransparencyLog) map[string]*root.TransparencyLog {
+		out := make(map[string]*root.TransparencyLog, len(in))
+		for id, l := range in {
+			raw, err := hex.DecodeString(id)
+			if err != nil {
+				t.Fatalf("decoding the log ID %s: %v", id, err)
+			}
+			c := *l
+			c.ID = raw
+			out[id] = &c
+		}
+		return out
+	}
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, s.vs.FulcioCertificateAuthorities(), logs(s.vs.CTLogs()), s.vs.TimestampingAuthorities(), logs(s.vs.RekorLogs()))
+	if err != nil {
+		t.Fatalf("making a trusted root: %v", err)
+	}
+	data, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatalf("encoding a trusted root: %v", err)
+	}
+	return data
+}
+
+// SignTag signs repo@digest keyless, with a certificate for subject and
+// issuer, in the cosign 2 layout: signature, certificate and Rekor bundle
+// in the annotations of a layer at tag sha256-<hex>.sig.
+func (s *Sigstore) SignTag(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer string) {
+	t.Helper()
+	payload := Payload(reg.Image(repo), digest)
+	e, err := s.vs.Sign(subject, issuer, payload)
+	if err != nil {
+		t.Fatalf("signing keyless: %v", err)
+	}
+	vc, err := e.VerificationContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.SignatureContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.TlogEntries()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("the virtual Sigstore logged %d entries: %v", len(entries), err)
+	}
+	tle := s.logEntry(t, entries[0])
+	rekorBundle, err := json.Marshal(map[string]any{
+		"SignedEntryTimestamp": tle.GetInclusionPromise().GetSignedEntryTimestamp(),
+		"Payload": map[string]any{
+			"body":           tle.GetCanonicalizedBody(),
+			"integratedTime": tle.GetIntegratedTime(),
+			"logIndex":       tle.GetLogIndex(),
+			"logID":          hex.EncodeToString(tle.GetLogId().GetKeyId()),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushTagSignature(t, reg, repo, digest, payload, map[string]string{
+		signature.SignatureAnnotation:   base64.StdEncoding.EncodeToString(sc.MessageSignatureContent().Signature()),
+		signature.CertificateAnnotation: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vc.Certificate().Raw})),
+		signature.RekorBundleAnnotation: string(rekorBundle),
+	})
+}
+
+// SignBundle signs repo@digest keyless, with a certificate for subject
+// and issuer, in the cosign 3 layout: a Sigstore bundle with its Rekor
+// entry and inclusion proof, pushed as a referrer of the image.
+func (s *Sigstore) SignBundle(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer string) {
+	t.Helper()
+	e, err := s.vs.AttestAtTime(subject, issuer, statement(reg.Image(repo), digest), time.Now().Add(5*time.Minute), true)
+	if err != nil {
+		t.Fatalf("signing keyless: %v", err)
+	}
+	vc, err := e.VerificationContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.SignatureContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := sc.EnvelopeContent().RawEnvelope()
+	payload, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.TlogEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tles := make([]*protorekor.TransparencyLogEntry, 0, len(entries))
+	for _, entry := range entries {
+		tles = append(tles, s.logEntry(t, entry))
+	}
+	pb := &protobundle.Bundle{
+		MediaType: signature.BundleArtifactType,
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content:     &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}},
+			TlogEntries: tles,
+		},
+		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
+			Payload: payload, PayloadType: env.PayloadType,
+			Signatures: []*protodsse.Signature{{Sig: sig}},
+		}},
+	}
+	pushBundle(t, reg, repo, digest, pb)
+}
+
+// logEntry is entry as a bundle holds it: with its kind and version and
+// the log's signed entry timestamp, which VirtualSigstore's entries keep
+// apart.
+func (s *Sigstore) logEntry(t testing.TB, entry *tlog.Entry) *protorekor.TransparencyLogEntry {
+	t.Helper()
+	tle := proto.Clone(entry.TransparencyLogEntry()).(*protorekor.TransparencyLogEntry)
+	var kind struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(tle.GetCanonicalizedBody(), &kind); err != nil {
+		t.Fatalf("reading a Rekor entry: %v", err)
+	}
+	tle.KindVersion = &protorekor.KindVersion{Kind: kind.Kind, Version: kind.APIVersion}
+	set, err := s.vs.RekorSignPayload(tlog.RekorPayload{
+		Body:           base64.StdEncoding.EncodeToString(tle.GetCanonicalizedBody()),
+		IntegratedTime: tle.GetIntegratedTime(),
+		LogIndex:       tle.GetLogIndex(),
+		LogID:          hex.EncodeToString(tle.GetLogId().GetKeyId()),
+	})
+	if err != nil {
+		t.Fatalf("signing a Rekor entry: %v", err)
+	}
+	tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
+	return tle
+}
+
+// pushTagSignature adds a simple-signing layer with annotations to the
+// manifest at the .sig tag of digest, creating it when missing.
+func pushTagSignature(t testing.TB, reg *registry.Registry, repo, digest string, payload []byte, annotations map[string]string) {
+	t.Helper()
+	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	if existing, err := reg.Get(repo, signature.SignatureTag(digest)); err == nil {
+		if base, err = existing.Image(); err != nil {
+			t.Fatalf("reading the signatures of %s: %v", digest, err)
+		}
+	}
+	img, err := mutate.Append(base, mutate.Addendum{
+		Layer:       static.NewLayer(payload, signature.SimpleSigningMediaType),
+		Annotations: annotations,
+	})
+	if err != nil {
+		t.Fatalf("adding a signature layer: %v", err)
+	}
+	reg.Push(t, repo, signature.SignatureTag(digest), img)
+}
+
+// pushBundle pushes pb as a referrer of repo@digest. The in-process
+// registry reports a referrer's artifactType from its config media type,
+// so the bundle type is set there.
+func pushBundle(t testing.TB, reg *registry.Registry, repo, digest string, pb *protobundle.Bundle) {
+	t.Helper()
+	data, err := protojson.Marshal(pb)
+	if err != nil {
+		t.Fatalf("encoding a bundle: %v", err)
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, signature.BundleArtifactType)
+	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(data, signature.BundleArtifactType)})
+	if err != nil {
+		t.Fatalf("adding a bundle layer: %v", err)
+	}
+	subject, err := reg.Get(repo, digest)
+	if err != nil {
+		t.Fatalf("reading the image a bundle signs: %v", err)
+	}
+	reg.PushReferrer(t, repo, mutate.Subject(img, subject.Descriptor).(v1.Image))
+}
