@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,8 +111,11 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
 	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
-		run := &syncRun{sync: s, progress: progress}
+		run := &syncRun{sync: s, progress: progress, recorded: s.DeepCopy()}
 		err := r.reconcile(ctx, run)
+		if werr := r.writeTargets(ctx, run); werr != nil {
+			err = werr
+		}
 		r.ComponentInfo.Publish(s)
 		o := outcome{err: err, message: run.summary(), requeueAfter: s.Spec.Interval.Duration}
 		if run.pause > 0 && err == nil {
@@ -136,6 +140,8 @@ type syncRun struct {
 	progress progressFunc
 	// statusMu serialises the status writes of a wave's targets.
 	statusMu sync.Mutex
+	// recorded is the Sync as its targets' status was last written.
+	recorded *uprevv1.Sync
 	// appliers are the targets' Appliers by target name; a target whose
 	// Applier could not be had has its error in connectErrs instead.
 	appliers    map[string]*apply.Applier
@@ -286,25 +292,46 @@ func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []upr
 	if len(failed) == 0 {
 		return nil
 	}
-	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, errors.Join(errs...))
+	// The reason is that of any target; the message names the first few.
+	all := errors.Join(errs...)
+	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, targetErrors(errs))
 	var health *apply.HealthError
-	if errors.As(err, &health) {
+	if errors.As(all, &health) {
 		return transient(uprevv1.HealthCheckFailedReason, err)
 	}
 	var retry *transientError
-	if errors.As(err, &retry) && retry.reason == uprevv1.SecretNotFoundReason {
+	if errors.As(all, &retry) && retry.reason == uprevv1.SecretNotFoundReason {
 		return transient(uprevv1.SecretNotFoundReason, err)
 	}
 	return transient(uprevv1.ApplyFailedReason, err)
 }
 
-// targetNames lists the names of targets.
+// maxNamedTargets bounds how many targets a message names, so that a
+// condition of a large fleet stays readable and within the API server's
+// limit on a condition's message.
+const maxNamedTargets = 10
+
+// targetNames lists the names of targets, the first maxNamedTargets of
+// them.
 func targetNames(targets []uprevv1.Target) string {
-	names := make([]string, len(targets))
-	for i, t := range targets {
-		names[i] = t.Name
+	names := make([]string, 0, min(len(targets), maxNamedTargets))
+	for _, t := range targets[:min(len(targets), maxNamedTargets)] {
+		names = append(names, t.Name)
+	}
+	if more := len(targets) - len(names); more > 0 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names, ", "), more)
 	}
 	return strings.Join(names, ", ")
+}
+
+// targetErrors joins the errors of failed targets, the first
+// maxNamedTargets of them, saying how many more failed.
+func targetErrors(errs []error) error {
+	shown := errs[:min(len(errs), maxNamedTargets)]
+	if more := len(errs) - len(shown); more > 0 {
+		shown = append(slices.Clone(shown), fmt.Errorf("and %d more targets failed", more))
+	}
+	return errors.Join(shown...)
 }
 
 // targetResult is what applying to one target gave.
@@ -348,6 +375,19 @@ func (r *SyncReconciler) recordInventory(ctx context.Context, run *syncRun, targ
 	if err := r.Status().Patch(ctx, s.DeepCopy(), client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("patching the inventory of target %s: %w", target, err)
 	}
+	return nil
+}
+
+// writeTargets writes the targets' status before the reconcile's
+// conditions are: a Sync is never Ready while a target has not recorded
+// the revision, so a refused write fails the run.
+func (r *SyncReconciler) writeTargets(ctx context.Context, run *syncRun) error {
+	run.statusMu.Lock()
+	defer run.statusMu.Unlock()
+	if err := r.Status().Patch(ctx, run.sync.DeepCopy(), client.MergeFrom(run.recorded)); err != nil {
+		return transient(uprevv1.StatusWriteFailedReason, fmt.Errorf("recording the status of targets %s: %w", targetNames(run.sync.Spec.Targets), err))
+	}
+	run.recorded = run.sync.DeepCopy()
 	return nil
 }
 

@@ -177,7 +177,8 @@ spec:
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "fleet.example.com", Version: "v1", Kind: "Agent"})
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "edge"}, cr)).To(Succeed())
-	g.Expect(conditions.IsReady(s)).To(BeTrue())
+	// The targets' status is written before the conditions are.
+	g.Eventually(func(g Gomega) { g.Expect(readyCondition(g, s).Status).To(Equal(metav1.ConditionTrue)) }).Should(Succeed())
 	g.Expect(s.Status.Targets[0].Inventory).To(HaveLen(4))
 
 	second := srv.CommitFile(t, "fleet", "main", "clusters/prod/config.yaml", configMap(ns, "settings", "v2"), "Drop extra, change settings")

@@ -38,6 +38,10 @@ const (
 	ApplyFailedReason = "ApplyFailed"
 	// HealthCheckFailedReason: applied objects did not become healthy in time.
 	HealthCheckFailedReason = "HealthCheckFailed"
+	// StatusWriteFailedReason: a Sync target's record (its applied
+	// revision, health and inventory) could not be written; the Sync is
+	// not Ready until every target has recorded the revision.
+	StatusWriteFailedReason = "StatusWriteFailed"
 	// RolloutInProgressReason: later waves wait for earlier ones.
 	RolloutInProgressReason = "RolloutInProgress"
 )
