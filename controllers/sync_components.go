@@ -110,16 +110,15 @@ func labelValues(l prometheus.Labels) string {
 func componentSeries(s *uprevv1.Sync) []prometheus.Labels {
 	var series []prometheus.Labels
 	for _, target := range s.Spec.Targets {
-		for _, ts := range s.Status.Targets {
-			if ts.Name != target.Name {
-				continue
-			}
-			for _, c := range ts.Components {
-				series = append(series, prometheus.Labels{
-					"sync": s.Name, "namespace": s.Namespace, "target": ts.Name,
-					"image": c.Image, "tag": c.Tag, "digest": c.Digest,
-				})
-			}
+		ts := s.Status.Target(target.Name)
+		if ts == nil {
+			continue
+		}
+		for _, c := range ts.Components {
+			series = append(series, prometheus.Labels{
+				"sync": s.Name, "namespace": s.Namespace, "target": ts.Name,
+				"image": c.Image, "tag": c.Tag, "digest": c.Digest,
+			})
 		}
 	}
 	return series

@@ -243,7 +243,7 @@ func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
 			for _, w := range run.waves[:i] {
 				earlier = append(earlier, w...)
 			}
-			wait, ready := waveGate(earlier, run.sync.Status.Targets, run.revision, spec.Wait, pause, r.Clock.Now())
+			wait, ready := waveGate(earlier, run.sync.Status.Target, run.revision, spec.Wait, pause, r.Clock.Now())
 			if !ready {
 				return nil
 			}
@@ -393,10 +393,8 @@ func (r *SyncReconciler) writeTargets(ctx context.Context, run *syncRun) error {
 
 // targetStatus returns the status of a target, adding it when missing.
 func targetStatus(s *uprevv1.Sync, target string) *uprevv1.TargetStatus {
-	for i := range s.Status.Targets {
-		if s.Status.Targets[i].Name == target {
-			return &s.Status.Targets[i]
-		}
+	if ts := s.Status.Target(target); ts != nil {
+		return ts
 	}
 	s.Status.Targets = append(s.Status.Targets, uprevv1.TargetStatus{Name: target})
 	return &s.Status.Targets[len(s.Status.Targets)-1]
@@ -458,16 +456,15 @@ func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target up
 
 // previousInventory returns what was applied to a target before.
 func previousInventory(s *uprevv1.Sync, target string) []apply.Entry {
-	for _, t := range s.Status.Targets {
-		if t.Name == target {
-			entries := make([]apply.Entry, 0, len(t.Inventory))
-			for _, e := range t.Inventory {
-				entries = append(entries, apply.Entry{ID: e.ID, Version: e.Version})
-			}
-			return entries
-		}
+	t := s.Status.Target(target)
+	if t == nil {
+		return nil
 	}
-	return nil
+	entries := make([]apply.Entry, 0, len(t.Inventory))
+	for _, e := range t.Inventory {
+		entries = append(entries, apply.Entry{ID: e.ID, Version: e.Version})
+	}
+	return entries
 }
 
 // recordTarget writes a target's outcome into status and records an event

@@ -1,24 +1,23 @@
 package controllers
 
 import (
-	"slices"
 	"time"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
 
 // waveGate says whether a wave may start on revision: every target of the
-// earlier waves applied it (and is healthy, when health is checked), and the pause since the last of
-// them finished has passed. It returns how long to wait for the pause, and
+// earlier waves applied it (and is healthy, when health is checked), and
+// the pause since the last of them finished has passed; status looks up a
+// target's status by name (nil when it has none). It returns how long to wait for the pause, and
 // whether the earlier waves are done at all.
-func waveGate(earlier []uprevv1.Target, statuses []uprevv1.TargetStatus, revision string, checkHealth bool, pause time.Duration, now time.Time) (wait time.Duration, ready bool) {
+func waveGate(earlier []uprevv1.Target, status func(target string) *uprevv1.TargetStatus, revision string, checkHealth bool, pause time.Duration, now time.Time) (wait time.Duration, ready bool) {
 	var last time.Time
 	for _, t := range earlier {
-		i := slices.IndexFunc(statuses, func(s uprevv1.TargetStatus) bool { return s.Name == t.Name })
-		if i < 0 {
+		s := status(t.Name)
+		if s == nil {
 			return 0, false
 		}
-		s := statuses[i]
 		if s.LastAppliedRevision != revision || (checkHealth && !s.Healthy) || s.LastAppliedTime == nil {
 			return 0, false
 		}

@@ -121,6 +121,17 @@ type SyncStatus struct {
 	meta.ReconcileRequestStatus `json:",inline"`
 }
 
+// Target returns the status of the target named name, or nil when it has
+// none. It is the one lookup of a target's status by name.
+func (in *SyncStatus) Target(name string) *TargetStatus {
+	for i := range in.Targets {
+		if in.Targets[i].Name == name {
+			return &in.Targets[i]
+		}
+	}
+	return nil
+}
+
 // TargetStatus is the state of one target.
 type TargetStatus struct {
 	// Name of the target.

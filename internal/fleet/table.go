@@ -202,23 +202,13 @@ func syncColumns(s *uprevv1.Sync, index int) []column {
 			c := column{
 				Column: Column{Sync: s.Namespace + "/" + s.Name, Target: target.Name, Wave: w + 1},
 				sync:   index,
-				status: targetStatus(s, target.Name),
+				status: s.Status.Target(target.Name),
 			}
 			c.waiting = w > 0 && isWaiting(s, c.status)
 			cols = append(cols, c)
 		}
 	}
 	return cols
-}
-
-// targetStatus returns the status of a Sync's target, or nil.
-func targetStatus(s *uprevv1.Sync, target string) *uprevv1.TargetStatus {
-	for i := range s.Status.Targets {
-		if s.Status.Targets[i].Name == target {
-			return &s.Status.Targets[i]
-		}
-	}
-	return nil
 }
 
 // isWaiting says whether a target of a later wave has not yet been tried on
