@@ -118,23 +118,23 @@ type boundedRecorder struct {
 
 // Eventf records the event with its note cut to maxEventNote bytes.
 func (b boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	b.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", boundNote(fmt.Sprintf(note, args...)))
+	b.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", cutMessage(fmt.Sprintf(note, args...), maxEventNote))
 }
 
-// boundNote returns note, or its longest prefix that, cut at a character
-// boundary and followed by how many bytes were left out, fits
-// maxEventNote bytes.
-func boundNote(note string) string {
-	if len(note) <= maxEventNote {
-		return note
+// cutMessage returns msg, or, when it is longer than limit bytes, its
+// longest prefix that, cut at a character boundary and followed by how
+// many bytes were left out, fits limit bytes.
+func cutMessage(msg string, limit int) string {
+	if len(msg) <= limit {
+		return msg
 	}
-	// The suffix is at most this long for any note under 1 GB.
+	// The suffix is at most this long for any message under 1 GB.
 	const room = len(" … (999999999 more bytes)")
-	cut := maxEventNote - room
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
+	cut := max(0, limit-room)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
 		cut--
 	}
-	return fmt.Sprintf("%s … (%d more bytes)", note[:cut], len(note)-cut)
+	return fmt.Sprintf("%s … (%d more bytes)", msg[:cut], len(msg)-cut)
 }
 
 // ShardCache returns the cache options of a manager that reconciles only
@@ -178,9 +178,12 @@ func ManagerCache(selector labels.Selector, webhookSecretName string) cache.Opti
 // ClientOptions returns the options of the manager's client: Secrets and
 // ServiceAccounts, which any tenant may create by the thousand, are read
 // from the API server, not from a cluster-wide cache. uprev reads only the
-// few its objects name, once per run, and watches none.
+// few its objects name, once per run, and watches none. SyncTargets too
+// are read from the API server, listed by Sync once per run: pruning must
+// never read an inventory older than the last one written, and the manager
+// need not hold every target's inventory in memory.
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &uprevv1.SyncTarget{}}}}
 }
 
 // NewScheme returns a scheme with every kind uprev reads or writes.

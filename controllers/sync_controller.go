@@ -2,6 +2,7 @@ package controllers
 
 // +kubebuilder:rbac:groups=uprev.dev,resources=syncs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=uprev.dev,resources=syncs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=uprev.dev,resources=synctargets,verbs=get;list;create;patch;delete;deletecollection
 
 import (
 	"cmp"
@@ -10,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -111,12 +113,14 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	st := statusFields{&s.Status.ObservedGeneration, &s.Status.ReconcileRequestStatus}
 	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
-		run := &syncRun{sync: s, progress: progress, recorded: s.DeepCopy()}
+		run := &syncRun{sync: s, progress: progress}
 		err := r.reconcile(ctx, run)
-		if werr := r.writeTargets(ctx, run); werr != nil {
-			err = werr
+		if run.records != nil {
+			if ferr := r.finish(ctx, run); ferr != nil && err == nil {
+				err = ferr
+			}
+			r.ComponentInfo.Publish(s, run.statuses())
 		}
-		r.ComponentInfo.Publish(s)
 		o := outcome{err: err, message: run.summary(), requeueAfter: s.Spec.Interval.Duration}
 		if run.pause > 0 && err == nil {
 			o.err = degraded(uprevv1.RolloutInProgressReason, errors.New(run.summary()))
@@ -138,10 +142,8 @@ type syncRun struct {
 	pause time.Duration
 	// progress reports long work in status.
 	progress progressFunc
-	// statusMu serialises the status writes of a wave's targets.
-	statusMu sync.Mutex
-	// recorded is the Sync as its targets' status was last written.
-	recorded *uprevv1.Sync
+	// records are the targets' SyncTargets by target name, once loaded.
+	records map[string]*targetRecord
 	// appliers are the targets' Appliers by target name; a target whose
 	// Applier could not be had has its error in connectErrs instead.
 	appliers    map[string]*apply.Applier
@@ -150,7 +152,7 @@ type syncRun struct {
 
 // reconcile runs the phases in order.
 func (r *SyncReconciler) reconcile(ctx context.Context, run *syncRun) error {
-	for _, phase := range []func(context.Context, *syncRun) error{r.validateSync, r.connect, r.build, r.rollOut} {
+	for _, phase := range []func(context.Context, *syncRun) error{r.validateSync, r.load, r.connect, r.build, r.rollOut} {
 		if err := phase(ctx, run); err != nil {
 			return err
 		}
@@ -168,6 +170,86 @@ func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref needs a branch, a tag or a commit")
 	}
 	run.waves = waves
+	return nil
+}
+
+// load reads the targets' records.
+func (r *SyncReconciler) load(ctx context.Context, run *syncRun) error {
+	records, err := r.loadRecords(ctx, run.sync)
+	if err != nil {
+		return err
+	}
+	run.records = records
+	return nil
+}
+
+// record returns the record of a target, adding one not yet written when
+// it has none. It is called outside of waves only.
+func (run *syncRun) record(target uprevv1.Target) *targetRecord {
+	rec, ok := run.records[target.Name]
+	if !ok {
+		rec = newRecord(run.sync, target)
+		run.records[target.Name] = rec
+	}
+	return rec
+}
+
+// status returns the recorded status of a target, or nil.
+func (run *syncRun) status(target string) *uprevv1.TargetStatus {
+	if rec, ok := run.records[target]; ok {
+		return &rec.obj.Status
+	}
+	return nil
+}
+
+// statuses returns the recorded status of every target of the Sync's
+// waves that has one, in wave order.
+func (run *syncRun) statuses() []*uprevv1.TargetStatus {
+	var out []*uprevv1.TargetStatus
+	for _, wave := range run.waves {
+		for _, t := range wave {
+			if ts := run.status(t.Name); ts != nil {
+				out = append(out, ts)
+			}
+		}
+	}
+	return out
+}
+
+// finish brings the records in line with the targets once the rollout
+// did what it could: records of a Sync written by an earlier uprev are all
+// written, then its status.targets emptied; the records of targets no
+// longer in the Sync are deleted (the targets are released, their objects
+// left in place); and each step's counts are set.
+func (r *SyncReconciler) finish(ctx context.Context, run *syncRun) error {
+	s := run.sync
+	if len(s.Status.Targets) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(run.records)) {
+			if err := r.writeRecord(ctx, run.records[name]); err != nil {
+				return err
+			}
+		}
+		s.Status.Targets = nil
+	}
+	if run.waves != nil {
+		current := map[string]bool{}
+		for _, wave := range run.waves {
+			for _, t := range wave {
+				current[t.Name] = true
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(run.records)) {
+			rec := run.records[name]
+			if current[name] || rec.written == nil {
+				continue
+			}
+			if err := r.Delete(ctx, rec.written); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("releasing target %s: deleting SyncTarget %s: %w", name, rec.written.Name, err)
+			}
+			delete(run.records, name)
+		}
+		s.Status.Steps = stepCounts(run.waves, s.Status.Steps, s.Status.LastAttemptedRevision, run.status)
+	}
 	return nil
 }
 
@@ -243,7 +325,7 @@ func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
 			for _, w := range run.waves[:i] {
 				earlier = append(earlier, w...)
 			}
-			wait, ready := waveGate(earlier, run.sync.Status.Target, run.revision, spec.Wait, pause, r.Clock.Now())
+			wait, ready := waveGate(earlier, run.status, run.revision, spec.Wait, pause, r.Clock.Now())
 			if !ready {
 				return nil
 			}
@@ -261,47 +343,54 @@ func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
 	return nil
 }
 
-// applyWave applies the revision to every target of a wave at once and
-// records each target's status; it fails when any target failed.
+// defaultMaxConcurrent bounds how many targets of a wave are applied at
+// once.
+const defaultMaxConcurrent = 32
+
+// applyWave applies the revision to the targets of a wave, up to
+// defaultMaxConcurrent at once, and writes each target's record as soon as
+// it is done; it fails when any target failed or could not record what it
+// did.
 func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []uprevv1.Target) error {
-	// What each target held is read before any target may write status.
-	previous := make([][]apply.Entry, len(wave))
+	records := make([]*targetRecord, len(wave))
 	for i, target := range wave {
-		previous[i] = previousInventory(run.sync, target.Name)
+		records[i] = run.record(target)
+		records[i].obj.Spec.KubeConfig = target.KubeConfig
 	}
-	results := make([]targetResult, len(wave))
+	errs := make([]error, len(wave))
+	slots := make(chan struct{}, defaultMaxConcurrent)
 	var wg sync.WaitGroup
 	for i, target := range wave {
 		wg.Add(1)
+		slots <- struct{}{}
 		go func() {
-			defer wg.Done()
-			results[i] = r.applyTarget(ctx, run, target, previous[i])
+			defer func() { <-slots; wg.Done() }()
+			res := r.applyTarget(ctx, run, target, records[i])
+			r.recordTarget(run, records[i], res)
+			errs[i] = cmp.Or(res.err, r.writeRecord(ctx, records[i]))
 		}()
 	}
 	wg.Wait()
 
-	var failed []string
-	var errs []error
-	for _, res := range results {
-		r.recordTarget(run, res)
-		if res.err != nil {
-			failed = append(failed, res.target.Name)
-			errs = append(errs, fmt.Errorf("%s: %w", res.target.Name, res.err))
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", wave[i].Name, err))
 		}
 	}
 	if len(failed) == 0 {
 		return nil
 	}
 	// The reason is that of any target; the message names the first few.
-	all := errors.Join(errs...)
-	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, targetErrors(errs))
+	all := errors.Join(failed...)
+	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, targetErrors(failed))
 	var health *apply.HealthError
 	if errors.As(all, &health) {
 		return transient(uprevv1.HealthCheckFailedReason, err)
 	}
 	var retry *transientError
-	if errors.As(all, &retry) && retry.reason == uprevv1.SecretNotFoundReason {
-		return transient(uprevv1.SecretNotFoundReason, err)
+	if errors.As(all, &retry) && (retry.reason == uprevv1.SecretNotFoundReason || retry.reason == uprevv1.StatusWriteFailedReason) {
+		return transient(retry.reason, err)
 	}
 	return transient(uprevv1.ApplyFailedReason, err)
 }
@@ -341,8 +430,9 @@ type targetResult struct {
 	err    error
 }
 
-// applyTarget applies the revision to one target.
-func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target, previous []apply.Entry) targetResult {
+// applyTarget applies the revision to one target, from the inventory its
+// record holds.
+func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target, rec *targetRecord) targetResult {
 	res := targetResult{target: target}
 	applier, ok := run.appliers[target.Name]
 	if !ok {
@@ -351,53 +441,26 @@ func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target u
 	}
 	opts := r.applyOptions(run.sync, target)
 	opts.BeforeWrite = func(ctx context.Context, inventory []apply.Entry) error {
-		return r.recordInventory(ctx, run, target.Name, inventory)
+		return r.recordInventory(ctx, rec, inventory)
 	}
-	res.result, res.err = applier.Apply(ctx, run.objects, previous, opts)
+	res.result, res.err = applier.Apply(ctx, run.objects, rec.inventory(), opts)
 	return res
 }
 
-// recordInventory writes a target's inventory into status before the
+// recordInventory writes a target's inventory into its record before the
 // target is written to, so that a manager that dies mid-apply prunes, on
 // its next run, what it had written.
-func (r *SyncReconciler) recordInventory(ctx context.Context, run *syncRun, target string, inventory []apply.Entry) error {
-	run.statusMu.Lock()
-	defer run.statusMu.Unlock()
-	s := run.sync
-	before := s.DeepCopy()
-	ts := targetStatus(s, target)
+func (r *SyncReconciler) recordInventory(ctx context.Context, rec *targetRecord, inventory []apply.Entry) error {
+	setInventory(&rec.obj.Status, inventory)
+	return r.writeRecord(ctx, rec)
+}
+
+// setInventory makes a target's status list inventory.
+func setInventory(ts *uprevv1.TargetStatus, inventory []apply.Entry) {
 	ts.Inventory = ts.Inventory[:0]
 	for _, e := range inventory {
 		ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
 	}
-	// A copy is patched: the response must not overwrite what the other
-	// targets of the wave read from the Sync.
-	if err := r.Status().Patch(ctx, s.DeepCopy(), client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patching the inventory of target %s: %w", target, err)
-	}
-	return nil
-}
-
-// writeTargets writes the targets' status before the reconcile's
-// conditions are: a Sync is never Ready while a target has not recorded
-// the revision, so a refused write fails the run.
-func (r *SyncReconciler) writeTargets(ctx context.Context, run *syncRun) error {
-	run.statusMu.Lock()
-	defer run.statusMu.Unlock()
-	if err := r.Status().Patch(ctx, run.sync.DeepCopy(), client.MergeFrom(run.recorded)); err != nil {
-		return transient(uprevv1.StatusWriteFailedReason, fmt.Errorf("recording the status of targets %s: %w", targetNames(run.sync.Spec.Targets), err))
-	}
-	run.recorded = run.sync.DeepCopy()
-	return nil
-}
-
-// targetStatus returns the status of a target, adding it when missing.
-func targetStatus(s *uprevv1.Sync, target string) *uprevv1.TargetStatus {
-	if ts := s.Status.Target(target); ts != nil {
-		return ts
-	}
-	s.Status.Targets = append(s.Status.Targets, uprevv1.TargetStatus{Name: target})
-	return &s.Status.Targets[len(s.Status.Targets)-1]
 }
 
 // applyOptions are the options of applying a Sync to one target: the
@@ -454,35 +517,23 @@ func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target up
 	return a, nil
 }
 
-// previousInventory returns what was applied to a target before.
-func previousInventory(s *uprevv1.Sync, target string) []apply.Entry {
-	t := s.Status.Target(target)
-	if t == nil {
-		return nil
-	}
-	entries := make([]apply.Entry, 0, len(t.Inventory))
-	for _, e := range t.Inventory {
-		entries = append(entries, apply.Entry{ID: e.ID, Version: e.Version})
-	}
-	return entries
-}
+// maxTargetMessage bounds the message of a target's record, so that the
+// error of a revision with very many objects cannot make it too large.
+const maxTargetMessage = 4096
 
-// recordTarget writes a target's outcome into status and records an event
-// when something changed in the cluster.
-func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
+// recordTarget writes a target's outcome into its record and records an
+// event when something changed in the cluster.
+func (r *SyncReconciler) recordTarget(run *syncRun, rec *targetRecord, res targetResult) {
 	s := run.sync
-	ts := targetStatus(s, res.target.Name)
+	ts := &rec.obj.Status
 	ts.LastAttemptedRevision = run.revision
 	if res.result.Inventory != nil {
-		ts.Inventory = ts.Inventory[:0]
-		for _, e := range res.result.Inventory {
-			ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
-		}
+		setInventory(ts, res.result.Inventory)
 	}
 	ts.Healthy = res.result.Health == apply.HealthHealthy
 	if res.err != nil {
 		ts.Healthy = false
-		ts.Message = res.err.Error()
+		ts.Message = cutMessage(res.err.Error(), maxTargetMessage)
 	} else {
 		// The time a revision reached the target: applying it again (every
 		// interval, correcting drift) keeps it, so that the pause before
@@ -525,7 +576,11 @@ func changeSummary(res apply.Result) string {
 // summary is the Ready message of a reconcile.
 func (run *syncRun) summary() string {
 	if run.done == len(run.waves) {
-		return fmt.Sprintf("applied %s to %d targets", run.revision, len(run.sync.Spec.Targets))
+		targets := 0
+		for _, wave := range run.waves {
+			targets += len(wave)
+		}
+		return fmt.Sprintf("applied %s to %d targets", run.revision, targets)
 	}
 	msg := fmt.Sprintf("rollout of %s: %d of %d waves done", run.revision, run.done, len(run.waves))
 	if run.pause > 0 {

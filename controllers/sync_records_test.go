@@ -129,3 +129,58 @@ func TestSyncEventOfManyFailedTargetsIsRecorded(t *testing.T) {
 		g.Expect(len(e.Note)).To(BeNumerically("<=", 1024))
 	}
 }
+
+// syncTargets lists the SyncTargets of the Sync named name in namespace
+// ns.
+func syncTargets(g Gomega, ns, name string) []uprevv1.SyncTarget {
+	var list uprevv1.SyncTargetList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{uprevv1.SyncLabel: uprevv1.SyncLabelValue(name)})).To(Succeed())
+	return list.Items
+}
+
+// TestSyncMovesTargetsOfAnEarlierLayoutToSyncTargets: a Sync written by an
+// uprev that kept targets in status.targets keeps working: each target's
+// entry becomes its SyncTarget, with the inventory pruning reads, and the
+// list is emptied.
+func TestSyncMovesTargetsOfAnEarlierLayoutToSyncTargets(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1") + "---\n" + configMap(ns, "extra", "x")})
+	s := newSync(t, ns, url, "app")
+	waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
+
+	// As an earlier uprev left it: the target in status.targets, no
+	// SyncTarget.
+	patch := client.MergeFrom(s.DeepCopy())
+	s.Spec.Suspend = true
+	g.Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+	getSync(g, s)
+	legacy := s.Status.Targets
+	g.Expect(legacy).To(HaveLen(1))
+	g.Expect(legacy[0].Inventory).To(HaveLen(2))
+	g.Expect(k8s.DeleteAllOf(ctx, &uprevv1.SyncTarget{}, client.InNamespace(ns))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		s.Status.Targets = legacy
+		g.Expect(k8s.Status().Update(ctx, s)).To(Succeed())
+	}).Should(Succeed())
+	g.Expect(syncTargets(g, ns, s.Name)).To(BeEmpty())
+
+	// The next revision drops extra: it is pruned from the moved inventory.
+	second := srv.CommitFile(t, "fleet", "main", "app/config.yaml", configMap(ns, "settings", "v2"), "Drop extra")
+	patch = client.MergeFrom(s.DeepCopy())
+	s.Spec.Suspend = false
+	g.Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+	waitApplied(t, s, second, "local")
+	g.Expect(configMapExists(g, k8s, ns, "extra")).To(BeFalse(), "the inventory of status.targets is pruned from")
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+		g.Expect(s.Status.Targets).To(BeEmpty(), "status.targets is emptied once moved")
+		records := syncTargets(g, ns, s.Name)
+		g.Expect(records).To(HaveLen(1))
+		g.Expect(records[0].Spec.Target).To(Equal("local"))
+		g.Expect(records[0].Status.Inventory).To(HaveLen(1))
+	}).Should(Succeed())
+}

@@ -27,3 +27,36 @@ func waveGate(earlier []uprevv1.Target, status func(target string) *uprevv1.Targ
 	}
 	return max(0, last.Add(pause).Sub(now)), true
 }
+
+// stepCounts counts the targets of each step (wave) by where they are with
+// revision, the one the Sync last fetched; status looks up a target's
+// status by name. A step's revision becomes revision once any of its
+// targets tried it, and stays what before said until then.
+func stepCounts(waves [][]uprevv1.Target, before []uprevv1.StepStatus, revision string, status func(target string) *uprevv1.TargetStatus) []uprevv1.StepStatus {
+	steps := make([]uprevv1.StepStatus, len(waves))
+	for i, wave := range waves {
+		step := &steps[i]
+		if i < len(before) {
+			step.Revision = before[i].Revision
+		}
+		step.Targets = len(wave)
+		for _, t := range wave {
+			ts := status(t.Name)
+			switch {
+			case ts == nil || ts.LastAttemptedRevision != revision:
+				step.Waiting++
+			case ts.LastAppliedRevision == revision:
+				step.OnRevision++
+				if ts.Healthy {
+					step.Healthy++
+				}
+			default:
+				step.Failed++
+			}
+			if ts != nil && ts.LastAttemptedRevision == revision {
+				step.Revision = revision
+			}
+		}
+	}
+	return steps
+}

@@ -110,7 +110,16 @@ type SyncStatus struct {
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
 
-	// Targets holds each target's state.
+	// Steps counts the targets of each rollout step (each wave, in
+	// order), by where they are with the revision last fetched. Each
+	// target's own state is in its SyncTarget.
+	// +optional
+	Steps []StepStatus `json:"steps,omitempty"`
+
+	// Targets held each target's state before SyncTargets did. A Sync
+	// written by an earlier uprev is read once: each entry becomes its
+	// target's SyncTarget, then the list is emptied. Readers get targets'
+	// state from their SyncTargets (internal/fleet.AttachTargets).
 	// +optional
 	Targets []TargetStatus `json:"targets,omitempty"`
 
@@ -130,6 +139,23 @@ func (in *SyncStatus) Target(name string) *TargetStatus {
 		}
 	}
 	return nil
+}
+
+// StepStatus counts the targets of one rollout step.
+type StepStatus struct {
+	// Revision is the newest revision the step's rollout started with.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Targets is how many targets the step holds.
+	Targets int `json:"targets"`
+	// OnRevision is how many applied the Sync's lastAttemptedRevision.
+	OnRevision int `json:"onRevision"`
+	// Healthy is how many of those are healthy.
+	Healthy int `json:"healthy"`
+	// Failed is how many tried that revision and did not apply it.
+	Failed int `json:"failed"`
+	// Waiting is how many have not tried it yet.
+	Waiting int `json:"waiting"`
 }
 
 // TargetStatus is the state of one target.
