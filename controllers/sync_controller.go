@@ -160,14 +160,18 @@ func (r *SyncReconciler) reconcile(ctx context.Context, run *syncRun) error {
 	return nil
 }
 
-// validateSync checks the spec and plans the waves.
-func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
-	waves, err := run.sync.Spec.RolloutWaves()
-	if err != nil {
-		return stalled(uprevv1.InvalidSpecReason, err)
-	}
+// validateSync checks the spec, resolves its targets and plans the waves.
+func (r *SyncReconciler) validateSync(ctx context.Context, run *syncRun) error {
 	if ref := run.sync.Spec.Git.Ref; ref.Branch == "" && ref.Tag == "" && ref.Commit == "" {
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref needs a branch, a tag or a commit")
+	}
+	targets, err := r.resolveTargets(ctx, run.sync)
+	if err != nil {
+		return err
+	}
+	waves, err := run.sync.Spec.WavesOf(targets)
+	if err != nil {
+		return stalled(uprevv1.InvalidSpecReason, err)
 	}
 	run.waves = waves
 	return nil
@@ -259,7 +263,7 @@ func (r *SyncReconciler) finish(ctx context.Context, run *syncRun) error {
 func (r *SyncReconciler) connect(ctx context.Context, run *syncRun) error {
 	run.appliers = map[string]*apply.Applier{}
 	run.connectErrs = map[string]error{}
-	for _, target := range run.sync.Spec.Targets {
+	for _, target := range slices.Concat(run.waves...) {
 		a, err := r.applier(ctx, run.sync, target)
 		var stall *stalledError
 		switch {

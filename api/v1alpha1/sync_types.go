@@ -68,15 +68,39 @@ type SyncSpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 }
 
-// Target is one cluster a Sync applies to.
+// Target is one cluster a Sync applies to, by name, or every cluster
+// whose kubeconfig Secret a selector selects.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="a target has a name or a selector, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.kubeConfig)",message="a selector's targets are its Secrets: kubeConfig goes with a name"
 type Target struct {
 	// Name of the target, used in waves and status.
-	// +required
-	Name string `json:"name"`
+	// +optional
+	Name string `json:"name,omitempty"`
 
 	// KubeConfig of a remote cluster. Unset means the cluster uprev runs in.
 	// +optional
 	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+
+	// Selector makes a target of every kubeconfig Secret of the Sync's
+	// namespace with these labels, named by its TargetNameLabel or else by
+	// the Secret's name. A Secret that gains the labels is applied to in
+	// the next wave that includes it; one that loses them is released: its
+	// objects are left in place, as a target removed from the list. The
+	// kubeconfig rules of a named target apply to each.
+	// +optional
+	Selector *TargetSelector `json:"selector,omitempty"`
+}
+
+// TargetNameLabel, on a kubeconfig Secret that a Sync selects, names the
+// target; the Secret's name does when it is absent.
+const TargetNameLabel = "uprev.dev/target-name"
+
+// TargetSelector selects kubeconfig Secrets by label.
+type TargetSelector struct {
+	// MatchLabels are the labels a Secret must have, all of them.
+	// +kubebuilder:validation:MinProperties=1
+	// +required
+	MatchLabels map[string]string `json:"matchLabels"`
 }
 
 // KubeConfigReference points at a Secret holding a kubeconfig in its `value` key.
@@ -150,7 +174,8 @@ type StepStatus struct {
 	Targets int `json:"targets"`
 	// OnRevision is how many applied the Sync's lastAttemptedRevision.
 	OnRevision int `json:"onRevision"`
-	// Healthy is how many of those are healthy.
+	// Healthy is how many of those passed their health checks, which run
+	// only when the Sync waits (spec.wait).
 	Healthy int `json:"healthy"`
 	// Failed is how many tried that revision and did not apply it.
 	Failed int `json:"failed"`
