@@ -165,11 +165,11 @@ func (r *SyncReconciler) validateSync(ctx context.Context, run *syncRun) error {
 	if ref := run.sync.Spec.Git.Ref; ref.Branch == "" && ref.Tag == "" && ref.Commit == "" {
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref needs a branch, a tag or a commit")
 	}
-	targets, err := r.resolveTargets(ctx, run.sync)
+	targets, labels, err := r.resolveTargets(ctx, run.sync)
 	if err != nil {
 		return err
 	}
-	waves, err := run.sync.Spec.WavesOf(targets)
+	waves, err := run.sync.Spec.WavesOf(targets, func(target string) map[string]string { return labels[target] })
 	if err != nil {
 		return stalled(uprevv1.InvalidSpecReason, err)
 	}
@@ -315,44 +315,66 @@ func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 }
 
 // rollOut applies the revision wave by wave: a wave starts when the earlier
-// ones applied the revision (healthy, when waiting) and the pause is over;
-// a failed wave stops the rollout there.
+// ones applied the revision (healthy, when waiting) and their pause is
+// over. A failed wave stops the rollout there, unless spec.rollout
+// tolerates failures (maxFailures): then the rollout goes on while no
+// more targets than that failed, and stops with RolloutStopped past it.
+// Failed targets are tried again at each run.
 func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
 	spec := run.sync.Spec
-	var pause time.Duration
-	if spec.Rollout != nil {
-		pause = spec.Rollout.PauseBetweenWaves.Duration
+	total := len(slices.Concat(run.waves...))
+	allowed, err := spec.Rollout.FailuresAllowed(total)
+	if err != nil {
+		return stalled(uprevv1.InvalidSpecReason, err)
 	}
+	tolerates := spec.Rollout != nil && spec.Rollout.MaxFailures != nil
+	var tolerated []error
 	for i, wave := range run.waves {
 		if i > 0 {
-			var earlier []uprevv1.Target
-			for _, w := range run.waves[:i] {
-				earlier = append(earlier, w...)
-			}
-			wait, ready := waveGate(earlier, run.status, run.revision, spec.Wait, pause, r.Clock.Now())
+			earlier := slices.Concat(run.waves[:i]...)
+			wait, ready := waveGate(earlier, run.status, run.revision, spec.Wait, tolerates, spec.Rollout.PauseAfter(i-1), r.Clock.Now())
 			if !ready {
-				return nil
+				return errors.Join(tolerated...)
 			}
 			if wait > 0 {
 				run.pause = wait
-				return nil
+				return errors.Join(tolerated...)
 			}
 		}
-		run.progress(ctx, "applying %s to %s", run.revision, targetNames(wave))
+		if len(wave) > 0 {
+			run.progress(ctx, "applying %s to %s", run.revision, targetNames(wave))
+		}
 		if err := r.applyWave(ctx, run, wave); err != nil {
-			return err
+			if !tolerates {
+				return err
+			}
+			// Later steps' failures, of earlier runs, are retried when
+			// their step comes: they do not count yet.
+			if failed := failedOn(run.waves[:i+1], run.revision, run.status); failed > allowed {
+				return transient(uprevv1.RolloutStoppedReason, fmt.Errorf("stopped at step %d of %d: %d of %d targets failed, more than maxFailures %s allows (%d): %w",
+					i+1, len(run.waves), failed, total, spec.Rollout.MaxFailures.String(), allowed, err))
+			}
+			tolerated = append(tolerated, err)
 		}
 		run.done++
 	}
-	return nil
+	return errors.Join(tolerated...)
 }
 
 // defaultMaxConcurrent bounds how many targets of a wave are applied at
 // once.
 const defaultMaxConcurrent = 32
 
+// maxConcurrent is how many targets of a Sync are applied at once.
+func maxConcurrent(s *uprevv1.Sync) int {
+	if s.Spec.Rollout != nil && s.Spec.Rollout.MaxConcurrent > 0 {
+		return s.Spec.Rollout.MaxConcurrent
+	}
+	return defaultMaxConcurrent
+}
+
 // applyWave applies the revision to the targets of a wave, up to
-// defaultMaxConcurrent at once, and writes each target's record as soon as
+// maxConcurrent at once, and writes each target's record as soon as
 // it is done; it fails when any target failed or could not record what it
 // did.
 func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []uprevv1.Target) error {
@@ -362,7 +384,7 @@ func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []upr
 		records[i].obj.Spec.KubeConfig = target.KubeConfig
 	}
 	errs := make([]error, len(wave))
-	slots := make(chan struct{}, defaultMaxConcurrent)
+	slots := make(chan struct{}, maxConcurrent(run.sync))
 	var wg sync.WaitGroup
 	for i, target := range wave {
 		wg.Add(1)

@@ -17,11 +17,14 @@ import (
 // resolveTargets returns the targets of a Sync: its named ones, then,
 // by name, one for every kubeconfig Secret of its namespace that a
 // selector selects, named by the Secret's TargetNameLabel or its own name.
-// Secrets are listed from the API server, as every Secret is read. Two
+// It returns the labels of each selected target's Secret too, for
+// the rollout's step selectors. Secrets are listed from the API server,
+// as every Secret is read. Two
 // targets of one name, one of them selected, are an error that a change of
 // labels fixes: the Sync is not Ready and tries again at its interval.
-func (r *SyncReconciler) resolveTargets(ctx context.Context, s *uprevv1.Sync) ([]uprevv1.Target, error) {
+func (r *SyncReconciler) resolveTargets(ctx context.Context, s *uprevv1.Sync) ([]uprevv1.Target, map[string]map[string]string, error) {
 	var named, selected []uprevv1.Target
+	labels := map[string]map[string]string{}
 	bySecret := map[string]bool{}
 	for i, t := range s.Spec.Targets {
 		if t.Selector == nil {
@@ -30,15 +33,17 @@ func (r *SyncReconciler) resolveTargets(ctx context.Context, s *uprevv1.Sync) ([
 		}
 		var secrets corev1.SecretList
 		if err := r.List(ctx, &secrets, client.InNamespace(s.Namespace), client.MatchingLabels(t.Selector.MatchLabels)); err != nil {
-			return nil, fmt.Errorf("listing the Secrets spec.targets[%d] selects: %w", i, err)
+			return nil, nil, fmt.Errorf("listing the Secrets spec.targets[%d] selects: %w", i, err)
 		}
 		for _, secret := range secrets.Items {
 			if bySecret[secret.Name] {
 				continue
 			}
 			bySecret[secret.Name] = true
+			name := cmp.Or(secret.Labels[uprevv1.TargetNameLabel], secret.Name)
+			labels[name] = secret.Labels
 			selected = append(selected, uprevv1.Target{
-				Name:       cmp.Or(secret.Labels[uprevv1.TargetNameLabel], secret.Name),
+				Name:       name,
 				KubeConfig: &uprevv1.KubeConfigReference{SecretRef: meta.LocalObjectReference{Name: secret.Name}},
 			})
 		}
@@ -52,9 +57,9 @@ func (r *SyncReconciler) resolveTargets(ctx context.Context, s *uprevv1.Sync) ([
 	}
 	for _, t := range selected {
 		if other, dup := secretOf[t.Name]; dup {
-			return nil, degraded(uprevv1.InvalidSpecReason, fmt.Errorf("target %q: Secret %s is selected under a name that %s already has", t.Name, t.KubeConfig.SecretRef.Name, other))
+			return nil, nil, degraded(uprevv1.InvalidSpecReason, fmt.Errorf("target %q: Secret %s is selected under a name that %s already has", t.Name, t.KubeConfig.SecretRef.Name, other))
 		}
 		secretOf[t.Name] = "Secret " + t.KubeConfig.SecretRef.Name
 	}
-	return append(named, selected...), nil
+	return append(named, selected...), labels, nil
 }

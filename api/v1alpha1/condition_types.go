@@ -42,6 +42,9 @@ const (
 	// revision, health and inventory) could not be written; the Sync is
 	// not Ready until every target has recorded the revision.
 	StatusWriteFailedReason = "StatusWriteFailed"
+	// RolloutStoppedReason: more targets failed the revision than the
+	// rollout's maxFailures allows, so later steps do not start.
+	RolloutStoppedReason = "RolloutStopped"
 	// RolloutInProgressReason: later waves wait for earlier ones.
 	RolloutInProgressReason = "RolloutInProgress"
 )

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // SyncKind is the kind name of Sync.
@@ -111,6 +112,7 @@ type KubeConfigReference struct {
 }
 
 // Rollout applies targets in waves with a health gate between them.
+// +kubebuilder:validation:XValidation:rule="!(has(self.waves) && has(self.steps))",message="a rollout has waves or steps, not both"
 type Rollout struct {
 	// Waves lists groups of target names. A wave starts once the previous
 	// one applied the same revision and is healthy. Targets named in no wave
@@ -121,6 +123,52 @@ type Rollout struct {
 	// PauseBetweenWaves is waited after a wave is healthy.
 	// +optional
 	PauseBetweenWaves metav1.Duration `json:"pauseBetweenWaves,omitempty"`
+
+	// Steps, instead of waves, group the targets for fleets: each step
+	// takes, from the targets in no earlier step, in order (named targets
+	// as listed, then selected ones by name), those its selector selects,
+	// or as many as bring the targets of this and the earlier steps to its
+	// count or percent of all targets (rounded up). Targets in no step
+	// form a last step. A step starts once the earlier ones applied the
+	// revision (and are healthy, when the Sync waits) and their pause is
+	// over. A new revision starts again from the first step.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Steps []RolloutStep `json:"steps,omitempty"`
+
+	// MaxConcurrent is how many targets are applied at once. Default: 32.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+
+	// MaxFailures is how many targets (a count, or a percent of all
+	// targets such as "10%") may fail the revision while the rollout goes
+	// on to the next steps; past it, the rollout stops, and the Sync says
+	// so with reason RolloutStopped. Default: 0, any failure stops it.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+}
+
+// RolloutStep is one step of a rollout: a selector, a count or a percent.
+// +kubebuilder:validation:XValidation:rule="(has(self.selector) ? 1 : 0) + (has(self.count) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",message="a step has one of selector, count and percent"
+type RolloutStep struct {
+	// Selector takes the targets whose kubeconfig Secret (selected by
+	// spec.targets[].selector) has these labels.
+	// +optional
+	Selector *TargetSelector `json:"selector,omitempty"`
+	// Count brings the targets rolled out to this many.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Count *int `json:"count,omitempty"`
+	// Percent brings the targets rolled out to this percent of all.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Percent *int `json:"percent,omitempty"`
+	// Pause is waited after the step is done before the next starts.
+	// +optional
+	Pause metav1.Duration `json:"pause,omitempty"`
 }
 
 // SyncStatus is what a Sync last did.

@@ -193,7 +193,7 @@ func columnsOf(syncs []uprevv1.Sync) []column {
 // syncColumns returns the columns of one Sync's targets in rollout order.
 func syncColumns(s *uprevv1.Sync, index int) []column {
 	targets := targetsOf(s)
-	waves, err := s.Spec.WavesOf(targets)
+	waves, err := s.Spec.WavesOf(targets, nil)
 	if err != nil {
 		waves = [][]uprevv1.Target{targets}
 	}
