@@ -62,4 +62,3 @@ func TestSyncOfThreeHundredTargets(t *testing.T) {
 	g.Expect(configMapExists(g, rc.usC, ns, "extra")).To(BeFalse())
 	g.Expect(syncTargets(g, ns, s.Name)).To(BeEmpty())
 }
-
