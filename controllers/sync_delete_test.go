@@ -30,7 +30,7 @@ func namespaceManifest(name string) string {
 
 // deleteAndWaitGone deletes the Sync and waits until the API server no
 // longer has it, which needs uprev to release its finalizer.
-func deleteAndWaitGone(t *testing.T, s *uprevv1.Sync) {
+func deleteAndWaitGone(t testing.TB, s *uprevv1.Sync) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Expect(k8s.Delete(context.Background(), s)).To(Succeed())

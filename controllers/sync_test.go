@@ -40,7 +40,7 @@ type remotes struct {
 }
 
 // startRemoteClusters starts the eu and us clusters on first use.
-func startRemoteClusters(t *testing.T) {
+func startRemoteClusters(t testing.TB) {
 	t.Helper()
 	rc := &remoteClusters
 	rc.once.Do(func() {
@@ -102,7 +102,7 @@ spec:
 }
 
 // newSync creates a Sync of path in the repository at url.
-func newSync(t *testing.T, ns, url, path string, mutate ...func(*uprevv1.Sync)) *uprevv1.Sync {
+func newSync(t testing.TB, ns, url, path string, mutate ...func(*uprevv1.Sync)) *uprevv1.Sync {
 	t.Helper()
 	s := &uprevv1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
@@ -295,7 +295,7 @@ func TestSyncRevertRollsBack(t *testing.T) {
 }
 
 // kubeConfigSecret creates the Secret of a remote target.
-func kubeConfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
+func kubeConfigSecret(t testing.TB, ns, name string, kubeconfig []byte) {
 	t.Helper()
 	err := k8s.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -307,7 +307,7 @@ func kubeConfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
 }
 
 // ensureNamespace creates namespace ns in a remote cluster.
-func ensureNamespace(t *testing.T, c client.Client, ns string) {
+func ensureNamespace(t testing.TB, c client.Client, ns string) {
 	t.Helper()
 	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
