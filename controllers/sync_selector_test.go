@@ -21,7 +21,7 @@ import (
 
 // labelSecret sets (or, with an empty value, removes) labels on the
 // Secret ns/name.
-func labelSecret(t *testing.T, ns, name string, labels map[string]string) {
+func labelSecret(t testing.TB, ns, name string, labels map[string]string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		var secret corev1.Secret
@@ -196,4 +196,30 @@ func TestSyncMaxFailuresStopsTheRollout(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(uprevv1.ApplyFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("a-bad-1"))
 	}).Should(Succeed())
+}
+
+// TestSyncSelectedKubeConfigIsCheckedLikeANamedOne: a tenant labels a
+// Secret whose kubeconfig runs a plugin so that a Sync selects it; the
+// Sync refuses it as it refuses a named one, and applies nothing.
+func TestSyncSelectedKubeConfigIsCheckedLikeANamedOne(t *testing.T) {
+	g := NewWithT(t)
+	ns, rc := twoRemoteTargets(t)
+	selectedSecret(t, ns, "eu-ok", rc.euKC)
+	selectedSecret(t, ns, "evil", []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ["-c", "touch /tmp/pwned"]}}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`))
+	srv := gitserver.Start(t)
+	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	s := newSync(t, ns, url, "app", byLabel)
+	g.Eventually(func(g Gomega) {
+		c := readyCondition(g, s)
+		g.Expect(c.Reason).To(Equal(uprevv1.KubeConfigRefusedReason))
+		g.Expect(c.Message).To(ContainSubstring("evil"))
+		g.Expect(c.Message).To(ContainSubstring(`users["u"].exec`))
+	}).Should(Succeed())
+	g.Expect(configMapExists(g, rc.euC, ns, "settings")).To(BeFalse(), "nothing of the revision is applied to any target")
 }
