@@ -129,7 +129,11 @@ func gateOf(ctx context.Context, c client.Reader, rg *uprevv1.ReleaseGate) (gate
 		}
 		return g, fmt.Errorf("reading Sync %s/%s: %w", rg.Namespace, p.Sync, err)
 	}
-	targets, err := promotionTargets(s, p.Targets)
+	statuses, err := targetStatuses(ctx, c, s)
+	if err != nil {
+		return g, err
+	}
+	targets, err := promotionTargets(s, statuses, p.Targets)
 	if err != nil {
 		return g, err
 	}
@@ -151,10 +155,10 @@ func specDuration(field, value, example string) (time.Duration, error) {
 	return d, nil
 }
 
-// promotionTargets returns what the named targets of s report (all of
-// them when names is empty), in the order of names. A name the Sync does
+// promotionTargets returns what the named targets of s report in statuses
+// (all of them when names is empty), in the order of names. A name the Sync does
 // not have, or a Sync that does not check health, is a degraded error.
-func promotionTargets(s *uprevv1.Sync, names []string) ([]gate.Target, error) {
+func promotionTargets(s *uprevv1.Sync, statuses map[string]uprevv1.TargetStatus, names []string) ([]gate.Target, error) {
 	if !s.Spec.Wait {
 		return nil, degraded(uprevv1.PromotionNeverHealthyReason, fmt.Errorf(
 			"spec.promotion.sync: Sync %s does not check health (spec.wait is false), so its targets never report healthy and no version could pass", s.Name))
@@ -170,8 +174,7 @@ func promotionTargets(s *uprevv1.Sync, names []string) ([]gate.Target, error) {
 			return nil, degraded(uprevv1.PromotionTargetNotFoundReason, fmt.Errorf("spec.promotion.targets: Sync %s has no target %q", s.Name, name))
 		}
 		t := gate.Target{Name: name}
-		if i := slices.IndexFunc(s.Status.Targets, func(ts uprevv1.TargetStatus) bool { return ts.Name == name }); i >= 0 {
-			ts := s.Status.Targets[i]
+		if ts, ok := statuses[name]; ok {
 			for _, c := range ts.Components {
 				t.Components = append(t.Components, gate.Component{Image: c.Image, Tag: c.Tag, Digest: c.Digest})
 			}

@@ -44,7 +44,11 @@ func TestPromotionTargets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := promotionTargets(tc.sync, tc.names)
+			statuses := map[string]uprevv1.TargetStatus{}
+			for _, ts := range tc.sync.Status.Targets {
+				statuses[ts.Name] = ts
+			}
+			got, err := promotionTargets(tc.sync, statuses, tc.names)
 			if tc.wantReason != "" {
 				var d *degradedError
 				g.Expect(errors.As(err, &d)).To(BeTrue(), "%v", err)

@@ -85,8 +85,9 @@ func refString(ref *imagev1.ImageRef) string {
 
 // promotionChangedPredicate passes Sync updates that can change what a
 // ReleaseGate promoting from the Sync lets through: a new generation (its
-// targets, whether it checks health) or a change of what a target runs or
-// of its health. New and deleted Syncs pass too.
+// targets, whether it checks health), a change of its step counts, or, in
+// the layout before SyncTargets, of what a target runs or of its health.
+// New and deleted Syncs pass too.
 type promotionChangedPredicate struct {
 	predicate.Funcs
 }
@@ -102,6 +103,13 @@ func (promotionChangedPredicate) Update(e event.UpdateEvent) bool {
 		return false
 	}
 	if before.Generation != after.Generation {
+		return true
+	}
+	// The targets' state is in their SyncTargets, which the manager does
+	// not watch; the Sync's step counts change with it (a target on a new
+	// revision, healthy or failed), and a promotion requeues itself for
+	// the time healthyFor runs out.
+	if !equality.Semantic.DeepEqual(before.Status.Steps, after.Status.Steps) {
 		return true
 	}
 	return !slices.EqualFunc(before.Status.Targets, after.Status.Targets, func(a, b uprevv1.TargetStatus) bool {

@@ -73,7 +73,7 @@ func healthyOn(t *testing.T, s *uprevv1.Sync, commit string, names ...string) ti
 		for _, name := range names {
 			g.Expect(cluster.MarkDeploymentAvailable(context.Background(), k8s, s.Namespace, name)).To(Succeed())
 		}
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		getWithTargets(g, s)
 		g.Expect(s.Status.Targets).To(HaveLen(1))
 		ts := s.Status.Targets[0]
 		g.Expect(ts.LastAppliedRevision).To(HaveSuffix(commit), ts.Message)
@@ -255,7 +255,8 @@ func TestPromotionStopsWhileStagingIsUnhealthyAndFallsBackToAnOlderEligibleVersi
 	g.Eventually(func() error { return markDeploymentUnavailable(context.Background(), ns, "canary") }).Should(Succeed())
 	requestReconcile(t, s)
 	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		getWithTargets(g, s)
+		g.Expect(s.Status.Targets).To(HaveLen(1))
 		g.Expect(s.Status.Targets[0].Healthy).To(BeFalse())
 		g.Expect(s.Status.Targets[0].HealthySince).To(BeNil())
 	}).WithTimeout(time.Minute).Should(Succeed())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"unicode/utf8"
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
@@ -92,9 +93,10 @@ type Options struct {
 // eventRecorders returns what makes a controller's event recorder: with an
 // events address, one that also forwards every event to
 // notification-controller (internal/notify), whose worker runs with mgr.
+// Every recorder bounds its notes (boundedRecorder).
 func eventRecorders(mgr ctrl.Manager, addr string) (func(events.EventRecorder) events.EventRecorder, error) {
 	if addr == "" {
-		return func(r events.EventRecorder) events.EventRecorder { return r }, nil
+		return func(r events.EventRecorder) events.EventRecorder { return boundedRecorder{r} }, nil
 	}
 	forwarder, err := notify.New(addr, "uprev", mgr.GetScheme(), eventMetadata, ctrl.Log.WithName("events"))
 	if err != nil {
@@ -103,7 +105,39 @@ func eventRecorders(mgr ctrl.Manager, addr string) (func(events.EventRecorder) e
 	if err := mgr.Add(forwarder); err != nil {
 		return nil, fmt.Errorf("adding the event forwarder: %w", err)
 	}
-	return forwarder.Wrap, nil
+	return func(r events.EventRecorder) events.EventRecorder { return boundedRecorder{forwarder.Wrap(r)} }, nil
+}
+
+// maxEventNote is the longest note the API server accepts on an event
+// (events.k8s.io/v1 validation); a longer one is refused and the event lost.
+const maxEventNote = 1024
+
+// boundedRecorder cuts every note to maxEventNote bytes, saying how much
+// was left out, so that an event carrying an aggregated error (of many
+// Sync targets, say) is recorded rather than refused.
+type boundedRecorder struct {
+	events.EventRecorder
+}
+
+// Eventf records the event with its note cut to maxEventNote bytes.
+func (b boundedRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	b.EventRecorder.Eventf(regarding, related, eventtype, reason, action, "%s", cutMessage(fmt.Sprintf(note, args...), maxEventNote))
+}
+
+// cutMessage returns msg, or, when it is longer than limit bytes, its
+// longest prefix that, cut at a character boundary and followed by how
+// many bytes were left out, fits limit bytes.
+func cutMessage(msg string, limit int) string {
+	if len(msg) <= limit {
+		return msg
+	}
+	// The suffix is at most this long for any message under 1 GB.
+	const room = len(" … (999999999 more bytes)")
+	cut := max(0, limit-room)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s … (%d more bytes)", msg[:cut], len(msg)-cut)
 }
 
 // ShardCache returns the cache options of a manager that reconciles only
@@ -147,9 +181,12 @@ func ManagerCache(selector labels.Selector, webhookSecretName string) cache.Opti
 // ClientOptions returns the options of the manager's client: Secrets and
 // ServiceAccounts, which any tenant may create by the thousand, are read
 // from the API server, not from a cluster-wide cache. uprev reads only the
-// few its objects name, once per run, and watches none.
+// few its objects name, once per run, and watches none. SyncTargets too
+// are read from the API server, listed by Sync once per run: pruning must
+// never read an inventory older than the last one written, and the manager
+// need not hold every target's inventory in memory.
 func ClientOptions() client.Options {
-	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}}}}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &uprevv1.SyncTarget{}}}}
 }
 
 // NewScheme returns a scheme with every kind uprev reads or writes.

@@ -27,6 +27,10 @@ import (
 // k8s reaches the test cluster, where the real manager runs.
 var k8s client.Client
 
+// testCluster is the test cluster, for what a client cannot read (its
+// metrics).
+var testCluster *cluster.Cluster
+
 // storagePath is the manager's --storage-path.
 var storagePath string
 
@@ -59,6 +63,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer c.Stop()
+	testCluster = c
 
 	storage, err := os.MkdirTemp("", "uprev-controllers-")
 	storagePath = storage

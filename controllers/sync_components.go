@@ -28,7 +28,7 @@ var componentLabels = []string{"sync", "namespace", "target", "image", "tag", "d
 
 // TargetComponentMetric is the gauge uprev_target_component_info: 1 for
 // every image, tag and digest a Sync's target last applied, as in the
-// Sync's status.targets[].components. It remembers the series of each Sync
+// targets' SyncTargets (status.components). It remembers the series of each Sync
 // so that those a target no longer runs, and those of a deleted Sync, are
 // deleted.
 type TargetComponentMetric struct {
@@ -54,14 +54,15 @@ func (m *TargetComponentMetric) Describe(ch chan<- *prometheus.Desc) { m.vec.Des
 // Collect implements prometheus.Collector.
 func (m *TargetComponentMetric) Collect(ch chan<- prometheus.Metric) { m.vec.Collect(ch) }
 
-// Publish makes the series of a Sync match the components in its status,
-// for the targets its spec still names. A nil metric does nothing.
-func (m *TargetComponentMetric) Publish(s *uprevv1.Sync) {
+// Publish makes the series of a Sync match the components its targets
+// recorded, given the status of each of its current targets. A nil metric
+// does nothing.
+func (m *TargetComponentMetric) Publish(s *uprevv1.Sync, targets []*uprevv1.TargetStatus) {
 	if m == nil {
 		return
 	}
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-	want := componentSeries(s)
+	want := componentSeries(s, targets)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.deleteExcept(m.published[key], want)
@@ -106,20 +107,15 @@ func labelValues(l prometheus.Labels) string {
 }
 
 // componentSeries returns the labels of every series of a Sync: one per
-// component of each target that its spec names.
-func componentSeries(s *uprevv1.Sync) []prometheus.Labels {
+// component of each of its targets.
+func componentSeries(s *uprevv1.Sync, targets []*uprevv1.TargetStatus) []prometheus.Labels {
 	var series []prometheus.Labels
-	for _, target := range s.Spec.Targets {
-		for _, ts := range s.Status.Targets {
-			if ts.Name != target.Name {
-				continue
-			}
-			for _, c := range ts.Components {
-				series = append(series, prometheus.Labels{
-					"sync": s.Name, "namespace": s.Namespace, "target": ts.Name,
-					"image": c.Image, "tag": c.Tag, "digest": c.Digest,
-				})
-			}
+	for _, ts := range targets {
+		for _, c := range ts.Components {
+			series = append(series, prometheus.Labels{
+				"sync": s.Name, "namespace": s.Namespace, "target": ts.Name,
+				"image": c.Image, "tag": c.Tag, "digest": c.Digest,
+			})
 		}
 	}
 	return series

@@ -155,6 +155,14 @@ func TestTargetComponentMetricFollowsStatus(t *testing.T) {
 			{Name: "gone", Components: []uprevv1.AppliedComponent{{Image: "ghcr.io/acme/web", Tag: "0.9.0"}}},
 		}},
 	}
+	// current is the status of each target the spec names.
+	current := func() []*uprevv1.TargetStatus {
+		var out []*uprevv1.TargetStatus
+		for _, target := range s.Spec.Targets {
+			out = append(out, s.Status.Target(target.Name))
+		}
+		return out
+	}
 	expect := func(lines ...string) {
 		t.Helper()
 		text := "# HELP uprev_target_component_info A container image (repository, tag and digest) that a Sync target last applied; always 1.\n" +
@@ -165,21 +173,21 @@ func TestTargetComponentMetricFollowsStatus(t *testing.T) {
 		return fmt.Sprintf("uprev_target_component_info{digest=%q,image=\"ghcr.io/acme/web\",namespace=\"ops\",sync=\"prod\",tag=%q,target=%q} 1\n", digest, tag, target)
 	}
 
-	m.Publish(s)
+	m.Publish(s, current())
 	expect(line("eu-1", "1.0.0", webDigest1), line("us-1", "1.0.0", webDigest1))
 
 	s.Status.Targets[0].Components[0] = uprevv1.AppliedComponent{Image: "ghcr.io/acme/web", Tag: "1.1.0", Digest: webDigest2}
-	m.Publish(s)
+	m.Publish(s, current())
 	expect(line("eu-1", "1.1.0", webDigest2), line("us-1", "1.0.0", webDigest1))
 
 	s.Spec.Targets = s.Spec.Targets[:1]
-	m.Publish(s)
+	m.Publish(s, current())
 	expect(line("eu-1", "1.1.0", webDigest2))
 
 	m.Forget(types.NamespacedName{Namespace: "ops", Name: "prod"})
 	g.Expect(testutil.CollectAndCount(m)).To(BeZero())
 
 	var unset *TargetComponentMetric
-	unset.Publish(s)
+	unset.Publish(s, current())
 	unset.Forget(types.NamespacedName{})
 }

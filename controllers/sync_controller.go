@@ -2,6 +2,7 @@ package controllers
 
 // +kubebuilder:rbac:groups=uprev.dev,resources=syncs,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=uprev.dev,resources=syncs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=uprev.dev,resources=synctargets,verbs=get;list;create;patch;delete;deletecollection
 
 import (
 	"cmp"
@@ -10,6 +11,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -118,7 +121,12 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return r.run(ctx, s, st, s.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
 		run := &syncRun{sync: s, progress: progress, waitCancel: waitCancel}
 		err := r.reconcile(ctx, run)
-		r.ComponentInfo.Publish(s)
+		if run.records != nil {
+			if ferr := r.finish(ctx, run); ferr != nil && err == nil {
+				err = ferr
+			}
+			r.ComponentInfo.Publish(s, run.statuses())
+		}
 		o := outcome{err: err, message: run.summary(), requeueAfter: s.Spec.Interval.Duration}
 		if run.pause > 0 && err == nil {
 			o.err = degraded(uprevv1.RolloutInProgressReason, errors.New(run.summary()))
@@ -142,8 +150,8 @@ type syncRun struct {
 	progress progressFunc
 	// waitCancel ends the health waits of this run when a new run is due.
 	waitCancel context.Context
-	// statusMu serialises the status writes of a wave's targets.
-	statusMu sync.Mutex
+	// records are the targets' SyncTargets by target name, once loaded.
+	records map[string]*targetRecord
 	// appliers are the targets' Appliers by target name; a target whose
 	// Applier could not be had has its error in connectErrs instead.
 	appliers    map[string]*apply.Applier
@@ -152,7 +160,7 @@ type syncRun struct {
 
 // reconcile runs the phases in order.
 func (r *SyncReconciler) reconcile(ctx context.Context, run *syncRun) error {
-	for _, phase := range []func(context.Context, *syncRun) error{r.validateSync, r.connect, r.build, r.rollOut} {
+	for _, phase := range []func(context.Context, *syncRun) error{r.validateSync, r.load, r.connect, r.build, r.rollOut} {
 		if err := phase(ctx, run); err != nil {
 			return err
 		}
@@ -160,16 +168,100 @@ func (r *SyncReconciler) reconcile(ctx context.Context, run *syncRun) error {
 	return nil
 }
 
-// validateSync checks the spec and plans the waves.
-func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
-	waves, err := run.sync.Spec.RolloutWaves()
-	if err != nil {
-		return stalled(uprevv1.InvalidSpecReason, err)
-	}
+// validateSync checks the spec, resolves its targets and plans the waves.
+func (r *SyncReconciler) validateSync(ctx context.Context, run *syncRun) error {
 	if ref := run.sync.Spec.Git.Ref; ref.Branch == "" && ref.Tag == "" && ref.Commit == "" {
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref needs a branch, a tag or a commit")
 	}
+	targets, labels, err := r.resolveTargets(ctx, run.sync)
+	if err != nil {
+		return err
+	}
+	waves, err := run.sync.Spec.WavesOf(targets, func(target string) map[string]string { return labels[target] })
+	if err != nil {
+		return stalled(uprevv1.InvalidSpecReason, err)
+	}
 	run.waves = waves
+	return nil
+}
+
+// load reads the targets' records.
+func (r *SyncReconciler) load(ctx context.Context, run *syncRun) error {
+	records, err := r.loadRecords(ctx, run.sync)
+	if err != nil {
+		return err
+	}
+	run.records = records
+	return nil
+}
+
+// record returns the record of a target, adding one not yet written when
+// it has none. It is called outside of waves only.
+func (run *syncRun) record(target uprevv1.Target) *targetRecord {
+	rec, ok := run.records[target.Name]
+	if !ok {
+		rec = newRecord(run.sync, target)
+		run.records[target.Name] = rec
+	}
+	return rec
+}
+
+// status returns the recorded status of a target, or nil.
+func (run *syncRun) status(target string) *uprevv1.TargetStatus {
+	if rec, ok := run.records[target]; ok {
+		return &rec.obj.Status
+	}
+	return nil
+}
+
+// statuses returns the recorded status of every target of the Sync's
+// waves that has one, in wave order.
+func (run *syncRun) statuses() []*uprevv1.TargetStatus {
+	var out []*uprevv1.TargetStatus
+	for _, wave := range run.waves {
+		for _, t := range wave {
+			if ts := run.status(t.Name); ts != nil {
+				out = append(out, ts)
+			}
+		}
+	}
+	return out
+}
+
+// finish brings the records in line with the targets once the rollout
+// did what it could: records of a Sync written by an earlier uprev are all
+// written, then its status.targets emptied; the records of targets no
+// longer in the Sync are deleted (the targets are released, their objects
+// left in place); and each step's counts are set.
+func (r *SyncReconciler) finish(ctx context.Context, run *syncRun) error {
+	s := run.sync
+	if len(s.Status.Targets) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(run.records)) {
+			if err := r.writeRecord(ctx, run.records[name]); err != nil {
+				return err
+			}
+		}
+		s.Status.Targets = nil
+	}
+	if run.waves != nil {
+		current := map[string]bool{}
+		for _, wave := range run.waves {
+			for _, t := range wave {
+				current[t.Name] = true
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(run.records)) {
+			rec := run.records[name]
+			if current[name] || rec.written == nil {
+				continue
+			}
+			if err := r.Delete(ctx, rec.written); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("releasing target %s: deleting SyncTarget %s: %w", name, rec.written.Name, err)
+			}
+			delete(run.records, name)
+		}
+		s.Status.Steps = stepCounts(run.waves, s.Status.Steps, s.Status.LastAttemptedRevision, run.status)
+	}
 	return nil
 }
 
@@ -179,7 +271,7 @@ func (r *SyncReconciler) validateSync(_ context.Context, run *syncRun) error {
 func (r *SyncReconciler) connect(ctx context.Context, run *syncRun) error {
 	run.appliers = map[string]*apply.Applier{}
 	run.connectErrs = map[string]error{}
-	for _, target := range run.sync.Spec.Targets {
+	for _, target := range slices.Concat(run.waves...) {
 		a, err := r.applier(ctx, run.sync, target)
 		var stall *stalledError
 		switch {
@@ -231,92 +323,142 @@ func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 }
 
 // rollOut applies the revision wave by wave: a wave starts when the earlier
-// ones applied the revision (healthy, when waiting) and the pause is over;
-// a failed wave stops the rollout there.
+// ones applied the revision (healthy, when waiting) and their pause is
+// over. A failed wave stops the rollout there, unless spec.rollout
+// tolerates failures (maxFailures): then the rollout goes on while no
+// more targets than that failed, and stops with RolloutStopped past it.
+// Failed targets are tried again at each run.
 func (r *SyncReconciler) rollOut(ctx context.Context, run *syncRun) error {
 	spec := run.sync.Spec
-	var pause time.Duration
-	if spec.Rollout != nil {
-		pause = spec.Rollout.PauseBetweenWaves.Duration
+	total := len(slices.Concat(run.waves...))
+	allowed, err := spec.Rollout.FailuresAllowed(total)
+	if err != nil {
+		return stalled(uprevv1.InvalidSpecReason, err)
 	}
+	tolerates := spec.Rollout != nil && spec.Rollout.MaxFailures != nil
+	var tolerated []error
 	for i, wave := range run.waves {
 		if i > 0 {
-			var earlier []uprevv1.Target
-			for _, w := range run.waves[:i] {
-				earlier = append(earlier, w...)
-			}
-			wait, ready := waveGate(earlier, run.sync.Status.Targets, run.revision, spec.Wait, pause, r.Clock.Now())
+			earlier := slices.Concat(run.waves[:i]...)
+			wait, ready := waveGate(earlier, run.status, run.revision, spec.Wait, tolerates, spec.Rollout.PauseAfter(i-1), r.Clock.Now())
 			if !ready {
-				return nil
+				return errors.Join(tolerated...)
 			}
 			if wait > 0 {
 				run.pause = wait
-				return nil
+				return errors.Join(tolerated...)
 			}
 		}
-		run.progress(ctx, "applying %s to %s", run.revision, targetNames(wave))
+		if len(wave) > 0 {
+			run.progress(ctx, "applying %s to %s", run.revision, targetNames(wave))
+		}
 		if err := r.applyWave(ctx, run, wave); err != nil {
-			return err
+			if !tolerates {
+				return err
+			}
+			// Later steps' failures, of earlier runs, are retried when
+			// their step comes: they do not count yet.
+			if failed := failedOn(run.waves[:i+1], run.revision, run.status); failed > allowed {
+				return transient(uprevv1.RolloutStoppedReason, fmt.Errorf("stopped at step %d of %d: %d of %d targets failed, more than maxFailures %s allows (%d): %w",
+					i+1, len(run.waves), failed, total, spec.Rollout.MaxFailures.String(), allowed, err))
+			}
+			tolerated = append(tolerated, err)
 		}
 		run.done++
 	}
-	return nil
+	return errors.Join(tolerated...)
 }
 
-// applyWave applies the revision to every target of a wave at once and
-// records each target's status; it fails when any target failed.
-func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []uprevv1.Target) error {
-	// What each target held is read before any target may write status.
-	previous := make([][]apply.Entry, len(wave))
-	for i, target := range wave {
-		previous[i] = previousInventory(run.sync, target.Name)
+// defaultMaxConcurrent bounds how many targets of a wave are applied at
+// once.
+const defaultMaxConcurrent = 32
+
+// maxConcurrent is how many targets of a Sync are applied at once.
+func maxConcurrent(s *uprevv1.Sync) int {
+	if s.Spec.Rollout != nil && s.Spec.Rollout.MaxConcurrent > 0 {
+		return s.Spec.Rollout.MaxConcurrent
 	}
-	results := make([]targetResult, len(wave))
+	return defaultMaxConcurrent
+}
+
+// applyWave applies the revision to the targets of a wave, up to
+// maxConcurrent at once, and writes each target's record as soon as
+// it is done; it fails when any target failed or could not record what it
+// did.
+func (r *SyncReconciler) applyWave(ctx context.Context, run *syncRun, wave []uprevv1.Target) error {
+	records := make([]*targetRecord, len(wave))
+	for i, target := range wave {
+		records[i] = run.record(target)
+		records[i].obj.Spec.KubeConfig = target.KubeConfig
+	}
+	errs := make([]error, len(wave))
+	slots := make(chan struct{}, maxConcurrent(run.sync))
 	var wg sync.WaitGroup
 	for i, target := range wave {
 		wg.Add(1)
+		slots <- struct{}{}
 		go func() {
-			defer wg.Done()
-			results[i] = r.applyTarget(ctx, run, target, previous[i])
+			defer func() { <-slots; wg.Done() }()
+			res := r.applyTarget(ctx, run, target, records[i])
+			r.recordTarget(run, records[i], res)
+			errs[i] = cmp.Or(res.err, r.writeRecord(ctx, records[i]))
 		}()
 	}
 	wg.Wait()
 
-	var failed []string
-	var errs []error
-	for _, res := range results {
-		r.recordTarget(run, res)
-		if res.err != nil {
-			failed = append(failed, res.target.Name)
-			errs = append(errs, fmt.Errorf("%s: %w", res.target.Name, res.err))
+	var failed []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", wave[i].Name, err))
 		}
 	}
 	if len(failed) == 0 {
 		return nil
 	}
-	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, errors.Join(errs...))
-	if errors.Is(err, apply.ErrWaitCancelled) {
+	// The reason is that of any target; the message names the first few.
+	all := errors.Join(failed...)
+	err := fmt.Errorf("rollout of %s stopped: %w", run.revision, targetErrors(failed))
+	if errors.Is(all, apply.ErrWaitCancelled) {
 		// A new run is queued already: Ready stays as it was meanwhile.
 		return waiting(uprevv1.HealthWaitCancelledReason, time.Second, fmt.Errorf("%w: a new revision, request or spec arrived", err))
 	}
 	var health *apply.HealthError
-	if errors.As(err, &health) {
+	if errors.As(all, &health) {
 		return transient(uprevv1.HealthCheckFailedReason, err)
 	}
 	var retry *transientError
-	if errors.As(err, &retry) && retry.reason == uprevv1.SecretNotFoundReason {
-		return transient(uprevv1.SecretNotFoundReason, err)
+	if errors.As(all, &retry) && (retry.reason == uprevv1.SecretNotFoundReason || retry.reason == uprevv1.StatusWriteFailedReason) {
+		return transient(retry.reason, err)
 	}
 	return transient(uprevv1.ApplyFailedReason, err)
 }
 
-// targetNames lists the names of targets.
+// maxNamedTargets bounds how many targets a message names, so that a
+// condition of a large fleet stays readable and within the API server's
+// limit on a condition's message.
+const maxNamedTargets = 10
+
+// targetNames lists the names of targets, the first maxNamedTargets of
+// them.
 func targetNames(targets []uprevv1.Target) string {
-	names := make([]string, len(targets))
-	for i, t := range targets {
-		names[i] = t.Name
+	names := make([]string, 0, min(len(targets), maxNamedTargets))
+	for _, t := range targets[:min(len(targets), maxNamedTargets)] {
+		names = append(names, t.Name)
+	}
+	if more := len(targets) - len(names); more > 0 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names, ", "), more)
 	}
 	return strings.Join(names, ", ")
+}
+
+// targetErrors joins the errors of failed targets, the first
+// maxNamedTargets of them, saying how many more failed.
+func targetErrors(errs []error) error {
+	shown := errs[:min(len(errs), maxNamedTargets)]
+	if more := len(errs) - len(shown); more > 0 {
+		shown = append(slices.Clone(shown), fmt.Errorf("and %d more targets failed", more))
+	}
+	return errors.Join(shown...)
 }
 
 // targetResult is what applying to one target gave.
@@ -326,8 +468,9 @@ type targetResult struct {
 	err    error
 }
 
-// applyTarget applies the revision to one target.
-func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target, previous []apply.Entry) targetResult {
+// applyTarget applies the revision to one target, from the inventory its
+// record holds.
+func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target uprevv1.Target, rec *targetRecord) targetResult {
 	res := targetResult{target: target}
 	applier, ok := run.appliers[target.Name]
 	if !ok {
@@ -337,42 +480,26 @@ func (r *SyncReconciler) applyTarget(ctx context.Context, run *syncRun, target u
 	opts := r.applyOptions(run.sync, target)
 	opts.WaitCancel = run.waitCancel
 	opts.BeforeWrite = func(ctx context.Context, inventory []apply.Entry) error {
-		return r.recordInventory(ctx, run, target.Name, inventory)
+		return r.recordInventory(ctx, rec, inventory)
 	}
-	res.result, res.err = applier.Apply(ctx, run.objects, previous, opts)
+	res.result, res.err = applier.Apply(ctx, run.objects, rec.inventory(), opts)
 	return res
 }
 
-// recordInventory writes a target's inventory into status before the
+// recordInventory writes a target's inventory into its record before the
 // target is written to, so that a manager that dies mid-apply prunes, on
 // its next run, what it had written.
-func (r *SyncReconciler) recordInventory(ctx context.Context, run *syncRun, target string, inventory []apply.Entry) error {
-	run.statusMu.Lock()
-	defer run.statusMu.Unlock()
-	s := run.sync
-	before := s.DeepCopy()
-	ts := targetStatus(s, target)
+func (r *SyncReconciler) recordInventory(ctx context.Context, rec *targetRecord, inventory []apply.Entry) error {
+	setInventory(&rec.obj.Status, inventory)
+	return r.writeRecord(ctx, rec)
+}
+
+// setInventory makes a target's status list inventory.
+func setInventory(ts *uprevv1.TargetStatus, inventory []apply.Entry) {
 	ts.Inventory = ts.Inventory[:0]
 	for _, e := range inventory {
 		ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
 	}
-	// A copy is patched: the response must not overwrite what the other
-	// targets of the wave read from the Sync.
-	if err := r.Status().Patch(ctx, s.DeepCopy(), client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("patching the inventory of target %s: %w", target, err)
-	}
-	return nil
-}
-
-// targetStatus returns the status of a target, adding it when missing.
-func targetStatus(s *uprevv1.Sync, target string) *uprevv1.TargetStatus {
-	for i := range s.Status.Targets {
-		if s.Status.Targets[i].Name == target {
-			return &s.Status.Targets[i]
-		}
-	}
-	s.Status.Targets = append(s.Status.Targets, uprevv1.TargetStatus{Name: target})
-	return &s.Status.Targets[len(s.Status.Targets)-1]
 }
 
 // applyOptions are the options of applying a Sync to one target: the
@@ -429,37 +556,24 @@ func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target up
 	return a, nil
 }
 
-// previousInventory returns what was applied to a target before.
-func previousInventory(s *uprevv1.Sync, target string) []apply.Entry {
-	for _, t := range s.Status.Targets {
-		if t.Name == target {
-			entries := make([]apply.Entry, 0, len(t.Inventory))
-			for _, e := range t.Inventory {
-				entries = append(entries, apply.Entry{ID: e.ID, Version: e.Version})
-			}
-			return entries
-		}
-	}
-	return nil
-}
+// maxTargetMessage bounds the message of a target's record, so that the
+// error of a revision with very many objects cannot make it too large.
+const maxTargetMessage = 4096
 
-// recordTarget writes a target's outcome into status and records an event
-// when something changed in the cluster.
-func (r *SyncReconciler) recordTarget(run *syncRun, res targetResult) {
+// recordTarget writes a target's outcome into its record and records an
+// event when something changed in the cluster.
+func (r *SyncReconciler) recordTarget(run *syncRun, rec *targetRecord, res targetResult) {
 	s := run.sync
-	ts := targetStatus(s, res.target.Name)
+	ts := &rec.obj.Status
 	ts.LastAttemptedRevision = run.revision
 	if res.result.Inventory != nil {
-		ts.Inventory = ts.Inventory[:0]
-		for _, e := range res.result.Inventory {
-			ts.Inventory = append(ts.Inventory, uprevv1.InventoryEntry{ID: e.ID, Version: e.Version})
-		}
+		setInventory(ts, res.result.Inventory)
 	}
 	ts.Healthy = res.result.Health == apply.HealthHealthy
 	ts.HealthySince = healthySince(ts.HealthySince, ts.LastAppliedRevision, run.revision, ts.Healthy && res.err == nil, r.Clock.Now())
 	if res.err != nil {
 		ts.Healthy = false
-		ts.Message = res.err.Error()
+		ts.Message = cutMessage(res.err.Error(), maxTargetMessage)
 	} else {
 		// The time a revision reached the target: applying it again (every
 		// interval, correcting drift) keeps it, so that the pause before
@@ -519,7 +633,11 @@ func changeSummary(res apply.Result) string {
 // summary is the Ready message of a reconcile.
 func (run *syncRun) summary() string {
 	if run.done == len(run.waves) {
-		return fmt.Sprintf("applied %s to %d targets", run.revision, len(run.sync.Spec.Targets))
+		targets := 0
+		for _, wave := range run.waves {
+			targets += len(wave)
+		}
+		return fmt.Sprintf("applied %s to %d targets", run.revision, targets)
 	}
 	msg := fmt.Sprintf("rollout of %s: %d of %d waves done", run.revision, run.done, len(run.waves))
 	if run.pause > 0 {

@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,11 +18,13 @@ import (
 )
 
 // reconcileDelete cleans up after a deleted Sync. With prune on and not
-// suspended, every target's inventory is deleted (CRDs and Namespaces only
-// when annotated, as for pruning); otherwise the objects are orphaned.
-// Deletion is retried with backoff until the Sync's timeout has passed
-// since it was deleted; then a target still failing is given up on with a
-// Warning event, so an unreachable cluster never blocks deletion forever.
+// suspended, every target's inventory, as its record holds it, is deleted
+// (CRDs and Namespaces only when annotated, as for pruning), up to
+// defaultMaxConcurrent targets at once; otherwise the objects are
+// orphaned. Deletion is retried with backoff until the Sync's timeout has
+// passed since it was deleted; then a target still failing is given up on
+// with a Warning event, so an unreachable cluster never blocks deletion
+// forever. The targets' records (SyncTargets) go last.
 func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	defer r.forget(client.ObjectKeyFromObject(s))
@@ -29,26 +33,47 @@ func (r *SyncReconciler) reconcileDelete(ctx context.Context, s *uprevv1.Sync) (
 	}
 	if s.Spec.Suspend || !s.Spec.Prune {
 		log.Info("Sync deleted; its objects are left in place", "prune", s.Spec.Prune, "suspended", s.Spec.Suspend)
-		return ctrl.Result{}, removeFinalizer(ctx, r.Client, s, uprevv1.Finalizer)
-	}
-	var errs []error
-	for _, target := range s.Spec.Targets {
-		inventory := previousInventory(s, target.Name)
-		if len(inventory) == 0 {
-			continue
-		}
-		if err := r.deleteFromTarget(ctx, s, target, inventory); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", target.Name, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	} else if err := r.deleteFromTargets(ctx, s); err != nil {
 		if r.Clock.Since(s.DeletionTimestamp.Time) < s.GetTimeout() {
 			return ctrl.Result{}, fmt.Errorf("deleting the objects of Sync %s/%s: %w", s.Namespace, s.Name, err)
 		}
 		r.Events.Eventf(s, nil, corev1.EventTypeWarning, "DeletionGivenUp", "Delete",
 			"objects left in place after %s of retries: %s", s.GetTimeout(), err)
 	}
+	if err := r.deleteRecords(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, removeFinalizer(ctx, r.Client, s, uprevv1.Finalizer)
+}
+
+// deleteFromTargets deletes the inventory of every target that has a
+// record, and returns the errors of those it could not, the first few by
+// name.
+func (r *SyncReconciler) deleteFromTargets(ctx context.Context, s *uprevv1.Sync) error {
+	records, err := r.loadRecords(ctx, s)
+	if err != nil {
+		return err
+	}
+	names := slices.Sorted(maps.Keys(records))
+	errs := make([]error, len(names))
+	slots := make(chan struct{}, defaultMaxConcurrent)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		rec := records[name]
+		if len(rec.obj.Status.Inventory) == 0 {
+			continue
+		}
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := r.deleteFromTarget(ctx, s, rec.target(), rec.inventory()); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return targetErrors(slices.DeleteFunc(errs, func(err error) bool { return err == nil }))
 }
 
 // forget drops what the reconciler keeps for a deleted Sync: its targets'

@@ -30,7 +30,7 @@ func namespaceManifest(name string) string {
 
 // deleteAndWaitGone deletes the Sync and waits until the API server no
 // longer has it, which needs uprev to release its finalizer.
-func deleteAndWaitGone(t *testing.T, s *uprevv1.Sync) {
+func deleteAndWaitGone(t testing.TB, s *uprevv1.Sync) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Expect(k8s.Delete(context.Background(), s)).To(Succeed())
@@ -57,11 +57,18 @@ func TestSyncDeletionWithPruneDeletesWhatItApplied(t *testing.T) {
 	})
 	s := newSync(t, ns, url, "app")
 	waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
-	g.Expect(s.Finalizers).To(ContainElement(uprevv1.Finalizer))
+	// The Sync is read from the manager's cache, its SyncTargets from the
+	// API server: the cache may lag behind.
+	g.Eventually(func(g Gomega) {
+		getSync(g, s)
+		g.Expect(s.Finalizers).To(ContainElement(uprevv1.Finalizer))
+	}).Should(Succeed())
 	g.Expect(configMapExists(g, k8s, ns, "settings")).To(BeTrue())
 
+	g.Expect(syncTargets(g, ns, s.Name)).To(HaveLen(1))
 	deleteAndWaitGone(t, s)
 	g.Expect(configMapExists(g, k8s, ns, "settings")).To(BeFalse(), "what the Sync applied is deleted")
+	g.Expect(syncTargets(g, ns, s.Name)).To(BeEmpty(), "the targets' records go with the Sync")
 	var kept corev1.Namespace
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: extra}, &kept)).To(Succeed())
 	g.Expect(kept.DeletionTimestamp).To(BeNil(), "a Namespace is kept unless annotated, as for pruning")

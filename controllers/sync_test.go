@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
@@ -39,7 +40,7 @@ type remotes struct {
 }
 
 // startRemoteClusters starts the eu and us clusters on first use.
-func startRemoteClusters(t *testing.T) {
+func startRemoteClusters(t testing.TB) {
 	t.Helper()
 	rc := &remoteClusters
 	rc.once.Do(func() {
@@ -101,7 +102,7 @@ spec:
 }
 
 // newSync creates a Sync of path in the repository at url.
-func newSync(t *testing.T, ns, url, path string, mutate ...func(*uprevv1.Sync)) *uprevv1.Sync {
+func newSync(t testing.TB, ns, url, path string, mutate ...func(*uprevv1.Sync)) *uprevv1.Sync {
 	t.Helper()
 	s := &uprevv1.Sync{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
@@ -122,12 +123,22 @@ func newSync(t *testing.T, ns, url, path string, mutate ...func(*uprevv1.Sync)) 
 	return s
 }
 
+// getSync reads a Sync, with its targets' records attached to its status
+// (fleet.AttachTargets) as readers see them.
+func getSync(g Gomega, s *uprevv1.Sync) {
+	ctx := context.Background()
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+	syncs := []uprevv1.Sync{*s}
+	g.Expect(fleet.AttachTargets(ctx, k8s, syncs)).To(Succeed())
+	*s = syncs[0]
+}
+
 // appliedRevision waits until every target of the Sync applied a revision
 // ending in commit, and returns the Sync.
 func waitApplied(t *testing.T, s *uprevv1.Sync, commit string, targets ...string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		getSync(g, s)
 		for _, name := range targets {
 			var found bool
 			for _, ts := range s.Status.Targets {
@@ -177,7 +188,9 @@ spec:
 	cr := &unstructured.Unstructured{}
 	cr.SetGroupVersionKind(schema.GroupVersionKind{Group: "fleet.example.com", Version: "v1", Kind: "Agent"})
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "edge"}, cr)).To(Succeed())
-	g.Expect(conditions.IsReady(s)).To(BeTrue())
+	// The targets' status is written before the conditions are.
+	g.Eventually(func(g Gomega) { g.Expect(readyCondition(g, s).Status).To(Equal(metav1.ConditionTrue)) }).Should(Succeed())
+	getSync(g, s)
 	g.Expect(s.Status.Targets[0].Inventory).To(HaveLen(4))
 
 	second := srv.CommitFile(t, "fleet", "main", "clusters/prod/config.yaml", configMap(ns, "settings", "v2"), "Drop extra, change settings")
@@ -253,6 +266,7 @@ func TestSyncBrokenManifestAppliesNothing(t *testing.T) {
 	var cm corev1.ConfigMap
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
 	g.Expect(cm.Data["value"]).To(Equal("v1"), "nothing of a revision that does not build is applied")
+	getSync(g, s)
 	g.Expect(s.Status.Targets[0].LastAppliedRevision).To(HaveSuffix(first))
 }
 
@@ -281,7 +295,7 @@ func TestSyncRevertRollsBack(t *testing.T) {
 }
 
 // kubeConfigSecret creates the Secret of a remote target.
-func kubeConfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
+func kubeConfigSecret(t testing.TB, ns, name string, kubeconfig []byte) {
 	t.Helper()
 	err := k8s.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -293,7 +307,7 @@ func kubeConfigSecret(t *testing.T, ns, name string, kubeconfig []byte) {
 }
 
 // ensureNamespace creates namespace ns in a remote cluster.
-func ensureNamespace(t *testing.T, c client.Client, ns string) {
+func ensureNamespace(t testing.TB, c client.Client, ns string) {
 	t.Helper()
 	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -412,8 +426,9 @@ func TestSyncFailedWaveStopsRollout(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(uprevv1.HealthCheckFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("Deployment/" + ns + "/web"))
-		// Conditions and the other status fields are patched in separate
-		// requests, so the targets are checked in the same wait.
+		// The targets' records are written apart from the conditions, so
+		// they are checked in the same wait.
+		getSync(g, s)
 		for _, ts := range s.Status.Targets {
 			switch ts.Name {
 			case "eu-1":
@@ -446,7 +461,7 @@ func TestSyncFollowsATag(t *testing.T) {
 		return cm.Data["value"]
 	}
 	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		getSync(g, s)
 		g.Expect(s.Status.Targets).NotTo(BeEmpty())
 		g.Expect(s.Status.Targets[0].LastAppliedRevision).To(Equal("v1.0.0@sha1:" + v1))
 		g.Expect(value(g)).To(Equal("v1"), "the tag, not the branch tip, is applied")
@@ -455,7 +470,7 @@ func TestSyncFollowsATag(t *testing.T) {
 	srv.Git(t, "fleet", "tag", "-f", "-a", "v1.0.0", "-m", "Release 1.0.0 again", v2)
 	requestReconcile(t, s)
 	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		getSync(g, s)
 		g.Expect(s.Status.Targets[0].LastAppliedRevision).To(Equal("v1.0.0@sha1:" + v2))
 		g.Expect(value(g)).To(Equal("v2"), "a moved tag is followed")
 	}).Should(Succeed())
@@ -489,6 +504,7 @@ current-context: gone
 		g.Expect(c.Reason).To(Equal(uprevv1.ApplyFailedReason))
 		g.Expect(c.Message).To(ContainSubstring("gone"))
 		g.Expect(conditions.IsStalled(s)).To(BeFalse(), "an unreachable cluster is retried")
+		getSync(g, s)
 		var gone *uprevv1.TargetStatus
 		for i := range s.Status.Targets {
 			if s.Status.Targets[i].Name == "gone" {

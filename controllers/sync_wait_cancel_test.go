@@ -34,7 +34,7 @@ func TestSyncHealthWaitIsCancelledByANewRevision(t *testing.T) {
 	fix := srv.CommitFile(t, "fleet", "main", "app/web.yaml", configMap(ns, "web", "v1"), "Replace the broken Deployment")
 	requestReconcile(t, s)
 	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(s), s)).To(Succeed())
+		getWithTargets(g, s)
 		g.Expect(s.Status.Targets).To(HaveLen(1))
 		g.Expect(s.Status.Targets[0].LastAppliedRevision).To(Equal("main@sha1:"+fix), s.Status.Targets[0].Message)
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the fix is applied within seconds, not after the 10m health wait")

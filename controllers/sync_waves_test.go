@@ -44,7 +44,7 @@ func TestWaveGate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			wait, ready := waveGate(earlier, tc.statuses, "main@sha1:2", !tc.uncheckedHealth, tc.pause, now)
+			wait, ready := waveGate(earlier, (&uprevv1.SyncStatus{Targets: tc.statuses}).Target, "main@sha1:2", !tc.uncheckedHealth, false, tc.pause, now)
 			g.Expect(ready).To(Equal(tc.wantReady))
 			g.Expect(wait).To(Equal(tc.wantWait))
 		})

@@ -41,6 +41,13 @@ const (
 	// HealthWaitCancelledReason: a health wait was cut short because a new
 	// revision, reconcile request or spec arrived; the next run follows.
 	HealthWaitCancelledReason = "HealthWaitCancelled"
+	// StatusWriteFailedReason: a Sync target's record (its applied
+	// revision, health and inventory) could not be written; the Sync is
+	// not Ready until every target has recorded the revision.
+	StatusWriteFailedReason = "StatusWriteFailed"
+	// RolloutStoppedReason: more targets failed the revision than the
+	// rollout's maxFailures allows, so later steps do not start.
+	RolloutStoppedReason = "RolloutStopped"
 	// RolloutInProgressReason: later waves wait for earlier ones.
 	RolloutInProgressReason = "RolloutInProgress"
 )

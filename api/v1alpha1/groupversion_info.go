@@ -25,7 +25,7 @@ var (
 // addKnownTypes registers the kinds of this group. The package depends on
 // apimachinery only, so that other projects can import the types.
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &UpdateAutomation{}, &UpdateAutomationList{}, &Sync{}, &SyncList{}, &ReleaseGate{}, &ReleaseGateList{}, &ReleaseSource{}, &ReleaseSourceList{})
+	s.AddKnownTypes(GroupVersion, &UpdateAutomation{}, &UpdateAutomationList{}, &Sync{}, &SyncList{}, &SyncTarget{}, &SyncTargetList{}, &ReleaseGate{}, &ReleaseGateList{}, &ReleaseSource{}, &ReleaseSourceList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

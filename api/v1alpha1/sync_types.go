@@ -5,6 +5,7 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // SyncKind is the kind name of Sync.
@@ -68,15 +69,39 @@ type SyncSpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 }
 
-// Target is one cluster a Sync applies to.
+// Target is one cluster a Sync applies to, by name, or every cluster
+// whose kubeconfig Secret a selector selects.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="a target has a name or a selector, not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.kubeConfig)",message="a selector's targets are its Secrets: kubeConfig goes with a name"
 type Target struct {
 	// Name of the target, used in waves and status.
-	// +required
-	Name string `json:"name"`
+	// +optional
+	Name string `json:"name,omitempty"`
 
 	// KubeConfig of a remote cluster. Unset means the cluster uprev runs in.
 	// +optional
 	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+
+	// Selector makes a target of every kubeconfig Secret of the Sync's
+	// namespace with these labels, named by its TargetNameLabel or else by
+	// the Secret's name. A Secret that gains the labels is applied to in
+	// the next wave that includes it; one that loses them is released: its
+	// objects are left in place, as a target removed from the list. The
+	// kubeconfig rules of a named target apply to each.
+	// +optional
+	Selector *TargetSelector `json:"selector,omitempty"`
+}
+
+// TargetNameLabel, on a kubeconfig Secret that a Sync selects, names the
+// target; the Secret's name does when it is absent.
+const TargetNameLabel = "uprev.dev/target-name"
+
+// TargetSelector selects kubeconfig Secrets by label.
+type TargetSelector struct {
+	// MatchLabels are the labels a Secret must have, all of them.
+	// +kubebuilder:validation:MinProperties=1
+	// +required
+	MatchLabels map[string]string `json:"matchLabels"`
 }
 
 // KubeConfigReference points at a Secret holding a kubeconfig in its `value` key.
@@ -87,6 +112,7 @@ type KubeConfigReference struct {
 }
 
 // Rollout applies targets in waves with a health gate between them.
+// +kubebuilder:validation:XValidation:rule="!(has(self.waves) && has(self.steps))",message="a rollout has waves or steps, not both"
 type Rollout struct {
 	// Waves lists groups of target names. A wave starts once the previous
 	// one applied the same revision and is healthy. Targets named in no wave
@@ -97,6 +123,52 @@ type Rollout struct {
 	// PauseBetweenWaves is waited after a wave is healthy.
 	// +optional
 	PauseBetweenWaves metav1.Duration `json:"pauseBetweenWaves,omitempty"`
+
+	// Steps, instead of waves, group the targets for fleets: each step
+	// takes, from the targets in no earlier step, in order (named targets
+	// as listed, then selected ones by name), those its selector selects,
+	// or as many as bring the targets of this and the earlier steps to its
+	// count or percent of all targets (rounded up). Targets in no step
+	// form a last step. A step starts once the earlier ones applied the
+	// revision (and are healthy, when the Sync waits) and their pause is
+	// over. A new revision starts again from the first step.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Steps []RolloutStep `json:"steps,omitempty"`
+
+	// MaxConcurrent is how many targets are applied at once. Default: 32.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+
+	// MaxFailures is how many targets (a count, or a percent of all
+	// targets such as "10%") may fail the revision while the rollout goes
+	// on to the next steps; past it, the rollout stops, and the Sync says
+	// so with reason RolloutStopped. Default: 0, any failure stops it.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
+}
+
+// RolloutStep is one step of a rollout: a selector, a count or a percent.
+// +kubebuilder:validation:XValidation:rule="(has(self.selector) ? 1 : 0) + (has(self.count) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",message="a step has one of selector, count and percent"
+type RolloutStep struct {
+	// Selector takes the targets whose kubeconfig Secret (selected by
+	// spec.targets[].selector) has these labels.
+	// +optional
+	Selector *TargetSelector `json:"selector,omitempty"`
+	// Count brings the targets rolled out to this many.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Count *int `json:"count,omitempty"`
+	// Percent brings the targets rolled out to this percent of all.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Percent *int `json:"percent,omitempty"`
+	// Pause is waited after the step is done before the next starts.
+	// +optional
+	Pause metav1.Duration `json:"pause,omitempty"`
 }
 
 // SyncStatus is what a Sync last did.
@@ -110,7 +182,16 @@ type SyncStatus struct {
 	// +optional
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
 
-	// Targets holds each target's state.
+	// Steps counts the targets of each rollout step (each wave, in
+	// order), by where they are with the revision last fetched. Each
+	// target's own state is in its SyncTarget.
+	// +optional
+	Steps []StepStatus `json:"steps,omitempty"`
+
+	// Targets held each target's state before SyncTargets did. A Sync
+	// written by an earlier uprev is read once: each entry becomes its
+	// target's SyncTarget, then the list is emptied. Readers get targets'
+	// state from their SyncTargets (internal/fleet.AttachTargets).
 	// +optional
 	Targets []TargetStatus `json:"targets,omitempty"`
 
@@ -119,6 +200,35 @@ type SyncStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	meta.ReconcileRequestStatus `json:",inline"`
+}
+
+// Target returns the status of the target named name, or nil when it has
+// none. It is the one lookup of a target's status by name.
+func (in *SyncStatus) Target(name string) *TargetStatus {
+	for i := range in.Targets {
+		if in.Targets[i].Name == name {
+			return &in.Targets[i]
+		}
+	}
+	return nil
+}
+
+// StepStatus counts the targets of one rollout step.
+type StepStatus struct {
+	// Revision is the newest revision the step's rollout started with.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Targets is how many targets the step holds.
+	Targets int `json:"targets"`
+	// OnRevision is how many applied the Sync's lastAttemptedRevision.
+	OnRevision int `json:"onRevision"`
+	// Healthy is how many of those passed their health checks, which run
+	// only when the Sync waits (spec.wait).
+	Healthy int `json:"healthy"`
+	// Failed is how many tried that revision and did not apply it.
+	Failed int `json:"failed"`
+	// Waiting is how many have not tried it yet.
+	Waiting int `json:"waiting"`
 }
 
 // TargetStatus is the state of one target.

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // waveNames lists the target names of each wave.
@@ -50,4 +52,37 @@ func TestRolloutWaves(t *testing.T) {
 			g.Expect(waveNames(waves)).To(Equal(tc.want))
 		})
 	}
+}
+
+func TestRolloutSteps(t *testing.T) {
+	g := NewWithT(t)
+	var targets []Target
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		targets = append(targets, Target{Name: name})
+	}
+	labels := func(target string) map[string]string {
+		if target == "e" {
+			return map[string]string{"canary": "true"}
+		}
+		return nil
+	}
+	one, ten, half, all := 1, 10, 50, 100
+	spec := SyncSpec{Targets: []Target{{Selector: &TargetSelector{MatchLabels: map[string]string{"fleet": "prod"}}}},
+		Rollout: &Rollout{Steps: []RolloutStep{
+			{Selector: &TargetSelector{MatchLabels: map[string]string{"canary": "true"}}},
+			{Count: &one}, {Percent: &ten}, {Percent: &half}, {Percent: &all},
+		}}}
+	waves, err := spec.WavesOf(targets, labels)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waveNames(waves)).To(Equal([][]string{
+		{"e"},                     // the canary selector
+		nil,                       // count 1: the canary already makes one
+		nil,                       // 10% of 10: one, already there
+		{"a", "b", "c", "d"},      // up to 50%
+		{"f", "g", "h", "i", "j"}, // the rest
+	}))
+	g.Expect(spec.Rollout.PauseAfter(0)).To(BeZero())
+	n, err := (&Rollout{MaxFailures: ptr.To(intstr.FromString("15%"))}).FailuresAllowed(20)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n).To(Equal(3))
 }

@@ -26,6 +26,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/hack/demo/internal/release"
+	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -486,12 +487,15 @@ func (d *demo) applySync(ctx context.Context) error {
 	}
 	commit := auto.Status.LastPushCommit
 	return d.waitFor(ctx, "the first rollout", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		var s uprevv1.Sync
-		if err := d.mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: syncName}, &s); err != nil {
+		syncs := make([]uprevv1.Sync, 1)
+		if err := d.mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: syncName}, &syncs[0]); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
+		if err := fleet.AttachTargets(ctx, d.mgmt, syncs); err != nil {
+			return false, err
+		}
 		applied := 0
-		for _, t := range s.Status.Targets {
+		for _, t := range syncs[0].Status.Targets {
 			if strings.HasSuffix(t.LastAppliedRevision, commit) {
 				applied++
 			}

@@ -125,6 +125,10 @@ func createFleet(t *testing.T, ns string) {
 			{Name: "eu-1", LastAppliedRevision: syncRevision, LastAttemptedRevision: syncRevision, Healthy: true},
 			{Name: "us-1", LastAppliedRevision: "main@sha1:" + oldCommit, LastAttemptedRevision: "main@sha1:" + oldCommit, Healthy: true},
 		},
+		Steps: []uprevv1.StepStatus{
+			{Revision: syncRevision, Targets: 2, OnRevision: 2, Healthy: 2},
+			{Revision: "main@sha1:" + oldCommit, Targets: 1, Waiting: 1},
+		},
 		Conditions: []metav1.Condition{ready(metav1.ConditionFalse, "WaveWaiting", "wave 2 (us-1) waits for wave 1")},
 	}
 	createWithStatus(t, prod)

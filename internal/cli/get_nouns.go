@@ -191,7 +191,7 @@ func syncsNoun() Noun {
 			}
 			t := &Table{Columns: []Column{
 				{Header: "NAME"}, {Header: "READY"}, {Header: "SUSPENDED"}, {Header: "REVISION"}, {Header: "APPLIED"}, {Header: "STATUS"}, {Header: "AGE"},
-				{Header: "URL", Wide: true}, {Header: "PATH", Wide: true}, {Header: "TARGETS", Wide: true},
+				{Header: "URL", Wide: true}, {Header: "PATH", Wide: true}, {Header: "STEPS", Wide: true}, {Header: "TARGETS", Wide: true},
 			}}
 			for _, s := range syncs {
 				ready, message := readyCells(s.Status.Conditions)
@@ -202,7 +202,7 @@ func syncsNoun() Noun {
 				t.Rows = append(t.Rows, Row{Namespace: s.Namespace, Object: s, Cells: []string{
 					s.Name, ready, boolCell(s.Spec.Suspend), shortRevision(s.Status.LastAttemptedRevision), appliedCell(s),
 					message, age(s.CreationTimestamp, q.Now),
-					s.Spec.Git.URL, s.Spec.Path, strings.Join(targets, ","),
+					s.Spec.Git.URL, s.Spec.Path, stepsCell(s), strings.Join(targets, ","),
 				}})
 			}
 			return t, nil
@@ -211,15 +211,30 @@ func syncsNoun() Noun {
 }
 
 // appliedCell says how many of a Sync's targets applied the revision it
-// last fetched: "1/3".
+// last fetched, from its step counts: "1/3"; "-" before it counted any.
 func appliedCell(s *uprevv1.Sync) string {
-	applied := 0
-	for _, ts := range s.Status.Targets {
-		if ts.LastAppliedRevision != "" && ts.LastAppliedRevision == s.Status.LastAttemptedRevision {
-			applied++
+	if len(s.Status.Steps) == 0 {
+		return "-"
+	}
+	applied, targets := 0, 0
+	for _, step := range s.Status.Steps {
+		applied += step.OnRevision
+		targets += step.Targets
+	}
+	return fmt.Sprintf("%d/%d", applied, targets)
+}
+
+// stepsCell says, for each rollout step of a Sync, how many of its targets
+// applied the revision, and how many failed it: "1/1 9/10(1 failed) 0/40".
+func stepsCell(s *uprevv1.Sync) string {
+	cells := make([]string, len(s.Status.Steps))
+	for i, step := range s.Status.Steps {
+		cells[i] = fmt.Sprintf("%d/%d", step.OnRevision, step.Targets)
+		if step.Failed > 0 {
+			cells[i] += fmt.Sprintf("(%d failed)", step.Failed)
 		}
 	}
-	return fmt.Sprintf("%d/%d", applied, len(s.Spec.Targets))
+	return strings.Join(cells, " ")
 }
 
 // holdRecord is one hold as -o yaml and -o json print it.

@@ -65,15 +65,15 @@ func TestGetTables(t *testing.T) {
 			want: table(
 				"NAME      READY     SUSPENDED   REVISION               APPLIED   STATUS                           AGE",
 				"prod      False     False       main@sha1:c0ffee0000   2/3       wave 2 (us-1) waits for wave 1   3d",
-				"staging   Unknown   True                               0/1                                        3d",
+				"staging   Unknown   True                               -                                          3d",
 			),
 		},
 		{
 			args: []string{"get", "sync", "-o", "wide"},
 			want: table(
-				"NAME      READY     SUSPENDED   REVISION               APPLIED   STATUS                           AGE   URL                                 PATH                 TARGETS",
-				"prod      False     False       main@sha1:c0ffee0000   2/3       wave 2 (us-1) waits for wave 1   3d    https://git.example.com/fleet.git   ./clusters/prod      local,eu-1,us-1",
-				"staging   Unknown   True                               0/1                                        3d    https://git.example.com/fleet.git   ./clusters/staging   local",
+				"NAME      READY     SUSPENDED   REVISION               APPLIED   STATUS                           AGE   URL                                 PATH                 STEPS     TARGETS",
+				"prod      False     False       main@sha1:c0ffee0000   2/3       wave 2 (us-1) waits for wave 1   3d    https://git.example.com/fleet.git   ./clusters/prod      2/2 0/1   local,eu-1,us-1",
+				"staging   Unknown   True                               -                                          3d    https://git.example.com/fleet.git   ./clusters/staging             local",
 			),
 		},
 		{
@@ -113,8 +113,8 @@ func TestGetAllNamespaces(t *testing.T) {
 	g.Expect(r.code).To(Equal(0), r.stderr)
 	lines := strings.Split(r.stdout, "\n")
 	g.Expect(lines[0]).To(MatchRegexp(`^NAMESPACE +NAME +READY +SUSPENDED +REVISION +APPLIED +STATUS +AGE$`))
-	g.Expect(lines).To(ContainElement(MatchRegexp(`^` + ns + ` +prod +Unknown +False +0/1 +3d$`)))
-	g.Expect(lines).To(ContainElement(MatchRegexp(`^` + other + ` +prod +Unknown +False +0/1 +3d$`)))
+	g.Expect(lines).To(ContainElement(MatchRegexp(`^` + ns + ` +prod +Unknown +False +- +3d$`)))
+	g.Expect(lines).To(ContainElement(MatchRegexp(`^` + other + ` +prod +Unknown +False +- +3d$`)))
 }
 
 // TestGetObjects shows -o yaml and -o json: a List of the objects, with

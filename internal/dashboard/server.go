@@ -130,7 +130,7 @@ func (s *Server) localHost(host string) bool {
 // ctx ends.
 func (s *Server) Run(ctx context.Context) {
 	for _, list := range []client.ObjectList{
-		&uprevv1.SyncList{}, &uprevv1.UpdateAutomationList{}, &uprevv1.ReleaseGateList{},
+		&uprevv1.SyncList{}, &uprevv1.SyncTargetList{}, &uprevv1.UpdateAutomationList{}, &uprevv1.ReleaseGateList{},
 		&imagev1.ImagePolicyList{}, &imagev1.ImageRepositoryList{}, &eventsv1.EventList{},
 	} {
 		go s.watch(ctx, list)
@@ -282,6 +282,7 @@ func writeEvent(w http.ResponseWriter, data []byte) error {
 // reads, and no other (no Secret, whatever the user may read).
 var objectKinds = map[string]schema.GroupVersionKind{
 	uprevv1.SyncKind:             uprevv1.GroupVersion.WithKind(uprevv1.SyncKind),
+	uprevv1.SyncTargetKind:       uprevv1.GroupVersion.WithKind(uprevv1.SyncTargetKind),
 	uprevv1.UpdateAutomationKind: uprevv1.GroupVersion.WithKind(uprevv1.UpdateAutomationKind),
 	"ReleaseGate":                uprevv1.GroupVersion.WithKind("ReleaseGate"),
 	imagev1.ImagePolicyKind:      imagev1.GroupVersion.WithKind(imagev1.ImagePolicyKind),

@@ -199,9 +199,10 @@ func columnsOf(syncs []uprevv1.Sync) []column {
 
 // syncColumns returns the columns of one Sync's targets in rollout order.
 func syncColumns(s *uprevv1.Sync, index int) []column {
-	waves, err := s.Spec.RolloutWaves()
+	targets := targetsOf(s)
+	waves, err := s.Spec.WavesOf(targets, nil)
 	if err != nil {
-		waves = [][]uprevv1.Target{s.Spec.Targets}
+		waves = [][]uprevv1.Target{targets}
 	}
 	var cols []column
 	for w, wave := range waves {
@@ -209,7 +210,7 @@ func syncColumns(s *uprevv1.Sync, index int) []column {
 			c := column{
 				Column: Column{Sync: s.Namespace + "/" + s.Name, Target: target.Name, Wave: w + 1},
 				sync:   index,
-				status: targetStatus(s, target.Name),
+				status: s.Status.Target(target.Name),
 			}
 			c.waiting = w > 0 && isWaiting(s, c.status)
 			c.failed = isFailed(s, c.status)
@@ -219,14 +220,32 @@ func syncColumns(s *uprevv1.Sync, index int) []column {
 	return cols
 }
 
-// targetStatus returns the status of a Sync's target, or nil.
-func targetStatus(s *uprevv1.Sync, target string) *uprevv1.TargetStatus {
-	for i := range s.Status.Targets {
-		if s.Status.Targets[i].Name == target {
-			return &s.Status.Targets[i]
+// targetsOf returns the targets of a Sync: those its spec names, then,
+// when it selects targets by label, those with a status that it does not
+// name, by name: the ones its selectors selected.
+func targetsOf(s *uprevv1.Sync) []uprevv1.Target {
+	var targets []uprevv1.Target
+	named := map[string]bool{}
+	selects := false
+	for _, t := range s.Spec.Targets {
+		if t.Selector != nil {
+			selects = true
+			continue
+		}
+		targets = append(targets, t)
+		named[t.Name] = true
+	}
+	if !selects {
+		return targets
+	}
+	var selected []uprevv1.Target
+	for _, ts := range s.Status.Targets {
+		if !named[ts.Name] {
+			selected = append(selected, uprevv1.Target{Name: ts.Name})
 		}
 	}
-	return nil
+	slices.SortFunc(selected, func(a, b uprevv1.Target) int { return strings.Compare(a.Name, b.Name) })
+	return append(targets, selected...)
 }
 
 // isWaiting says whether a target of a later wave has not yet been tried on

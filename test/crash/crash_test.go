@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -166,6 +167,9 @@ func TestManagerSurvivesSIGKILL(t *testing.T) {
 	sync := &uprevv1.Sync{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet"}, sync)).To(Succeed())
+		syncs := []uprevv1.Sync{*sync}
+		g.Expect(fleet.AttachTargets(ctx, k8s, syncs)).To(Succeed())
+		sync = &syncs[0]
 		g.Expect(sync.Status.Targets).To(ContainElement(HaveField("LastAppliedRevision", "main@sha1:"+tip)))
 	}).WithTimeout(3*time.Minute).Should(Succeed(), "the Sync applies the tip")
 	var list corev1.ConfigMapList

@@ -15,11 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/fleet"
 )
 
 // get reads obj afresh.
 func get(g Gomega, obj client.Object) {
 	g.ExpectWithOffset(1, k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	if s, ok := obj.(*uprevv1.Sync); ok {
+		// A Sync's targets are read from their SyncTargets, as readers do.
+		syncs := []uprevv1.Sync{*s}
+		g.ExpectWithOffset(1, fleet.AttachTargets(context.Background(), k8s, syncs)).To(Succeed())
+		*s = syncs[0]
+	}
 }
 
 // waitForTag waits until the policy selects tag and returns its latest

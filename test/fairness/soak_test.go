@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/tarpit"
@@ -235,6 +236,7 @@ func (f *soakFleet) expectSettled(t testing.TB, g Gomega, within time.Duration) 
 			var syncs uprevv1.SyncList
 			g.Expect(k8s.List(ctx, &syncs, client.InNamespace(ns))).To(Succeed())
 			g.Expect(syncs.Items).To(HaveLen(automationsPerTenant))
+			g.Expect(fleet.AttachTargets(ctx, k8s, syncs.Items)).To(Succeed())
 			for _, s := range syncs.Items {
 				g.Expect(apimeta.IsStatusConditionTrue(s.Status.Conditions, meta.ReadyCondition)).To(BeTrue(), "Sync %s/%s is Ready", ns, s.Name)
 				g.Expect(s.Status.Targets).To(HaveLen(1))
@@ -251,6 +253,9 @@ func (f *soakFleet) expectSettled(t testing.TB, g Gomega, within time.Duration) 
 			tip := strings.TrimSpace(f.git.Git(t, soakGitRepo(tn, a), "rev-parse", "main"))
 			g.Eventually(func(g Gomega) {
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&s), &s)).To(Succeed())
+				syncs := []uprevv1.Sync{s}
+				g.Expect(fleet.AttachTargets(ctx, k8s, syncs)).To(Succeed())
+				s = syncs[0]
 				g.Expect(s.Status.Targets).To(HaveLen(1))
 				g.Expect(s.Status.Targets[0].LastAppliedRevision).To(HaveSuffix(tip), "Sync %s/%s applied the tip of main", ns, s.Name)
 			}, within).WithPolling(time.Second).Should(Succeed())

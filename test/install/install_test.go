@@ -104,6 +104,7 @@ func TestInstallDefault(t *testing.T) {
 			"imageupdateautomations.image.toolkit.fluxcd.io",
 			"updateautomations.uprev.dev",
 			"syncs.uprev.dev",
+			"synctargets.uprev.dev",
 			"releasegates.uprev.dev",
 			"releasesources.uprev.dev",
 		))

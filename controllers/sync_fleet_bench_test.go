@@ -1,0 +1,188 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
+	"github.com/uprev-dev/uprev/internal/testenv/latency"
+)
+
+// fleetBenchDelay is the latency proxy's delay each way in front of the
+// fleet benchmark's two remote control planes.
+const fleetBenchDelay = 10 * time.Millisecond
+
+// BenchmarkSyncFleet300Targets: one Sync, 300 targets selected by label
+// (kubeconfigs, alternately, to two control planes behind the latency
+// proxy), a 200-object revision, steps 1 / 10% / 50% / 100%. It reports the
+// time to the whole fleet, API requests per target (all three API
+// servers), the test process's peak Go heap (the manager runs in it) and
+// the largest object uprev wrote (the Sync, or a SyncTarget).
+func BenchmarkSyncFleet300Targets(b *testing.B) {
+	const targets, objects = 300, 200
+	g := NewWithT(b)
+	ctx := context.Background()
+	startRemoteClusters(b)
+	rc := &remoteClusters
+	for range b.N {
+		ns := newNamespace(b)
+		ensureNamespace(b, rc.euC, ns)
+		ensureNamespace(b, rc.usC, ns)
+		eu, us := proxiedKubeConfig(b, rc.eu), proxiedKubeConfig(b, rc.us)
+		for i := range targets {
+			kc := eu
+			if i%2 == 1 {
+				kc = us
+			}
+			kubeConfigSecret(b, ns, fmt.Sprintf("cluster-%03d", i), kc)
+			labelSecret(b, ns, fmt.Sprintf("cluster-%03d", i), map[string]string{"fleet": "prod"})
+		}
+		var manifests strings.Builder
+		for i := range objects {
+			manifests.WriteString(configMap(ns, fmt.Sprintf("cm-%03d", i), strings.Repeat("v", 200)) + "---\n")
+		}
+		srv := gitserver.Start(b)
+		repo := srv.InitRepo(b, "fleet", "main", map[string]string{"app/config.yaml": manifests.String()})
+
+		before := apiRequests(b, testCluster, rc.eu, rc.us)
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		go samplePeakHeap(&peak, stop)
+		start := time.Now()
+		s := newSync(b, ns, repo, "app", byLabel, func(s *uprevv1.Sync) {
+			s.Spec.Rollout = &uprevv1.Rollout{Steps: []uprevv1.RolloutStep{{Count: ptr.To(1)}, {Percent: ptr.To(10)}, {Percent: ptr.To(50)}, {Percent: ptr.To(100)}}}
+		})
+		g.Eventually(func(g Gomega) {
+			c := readyCondition(g, s)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+		}).WithTimeout(30 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		elapsed := time.Since(start)
+		close(stop)
+		requests := apiRequests(b, testCluster, rc.eu, rc.us) - before
+
+		largest, name := 0, ""
+		var sync uprevv1.Sync
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), &sync)).To(Succeed())
+		for _, obj := range append([]any{&sync}, anySlice(syncTargets(g, ns, s.Name))...) {
+			data, err := json.Marshal(obj)
+			g.Expect(err).NotTo(HaveOccurred())
+			if len(data) > largest {
+				largest, name = len(data), fmt.Sprintf("%T", obj)
+			}
+		}
+		b.ReportMetric(elapsed.Seconds(), "s-to-fleet")
+		b.ReportMetric(requests/targets, "requests/target")
+		b.ReportMetric(float64(peak.Load())/(1<<20), "MiB-peak-heap")
+		b.ReportMetric(float64(largest)/1024, "KiB-largest-object")
+		b.Logf("to the whole fleet: %s; API requests: %.0f (%.1f per target); peak heap: %.0f MiB; largest object: %s of %.1f KiB",
+			elapsed.Round(time.Second), requests, requests/targets, float64(peak.Load())/(1<<20), name, float64(largest)/1024)
+		// The Sync is left to the namespace's deletion: pruning 300 × 200
+		// objects through the proxy is not what is measured.
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Spec.Suspend = true
+		g.Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+	}
+}
+
+// anySlice returns the addresses of items, as any.
+func anySlice(items []uprevv1.SyncTarget) []any {
+	out := make([]any, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// samplePeakHeap keeps the largest heap in use in peak until stop closes.
+func samplePeakHeap(peak *atomic.Uint64, stop chan struct{}) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		if m.HeapInuse > peak.Load() {
+			peak.Store(m.HeapInuse)
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// proxiedKubeConfig returns an administrator's kubeconfig of c that goes
+// through a latency proxy delaying fleetBenchDelay each way.
+func proxiedKubeConfig(b *testing.B, c *cluster.Cluster) []byte {
+	b.Helper()
+	kc, err := c.KubeConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, cl := range cfg.Clusters {
+		u, err := url.Parse(cl.Server)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cl.Server = "https://" + latency.Start(b, u.Host, fleetBenchDelay).Addr()
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// apiRequests sums apiserver_request_total over the API servers of
+// clusters.
+func apiRequests(b *testing.B, clusters ...*cluster.Cluster) float64 {
+	b.Helper()
+	total := 0.0
+	for _, c := range clusters {
+		hc, err := rest.HTTPClientFor(c.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := hc.Get(strings.TrimSuffix(c.Config.Host, "/") + "/metrics")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			b.Fatalf("GET %s/metrics: %s", c.Config.Host, resp.Status)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range families["apiserver_request_total"].GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
