@@ -71,16 +71,18 @@ func TestApplyRoleIsSeparate(t *testing.T) {
 	g.Expect(apply.AggregationRule.ClusterRoleSelectors).To(ConsistOf(
 		HaveField("MatchLabels", HaveKeyWithValue("rbac.uprev.dev/aggregate-to-sync-apply", "true"))))
 
-	// The automations and Syncs it reconciles are patched for their
-	// finalizers, never created or deleted.
+	// The objects it reconciles are patched for their finalizers (its own,
+	// or Flux's, released), never created or deleted; a Sync's SyncTargets
+	// are its records, written by the manager.
 	writes := []string{"create", "update", "patch", "delete", "deletecollection"}
+	finalized := []string{"syncs", "updateautomations", "imageupdateautomations", "imagerepositories", "imagepolicies"}
 	for _, rule := range roles["uprev-manager"].Rules {
 		for _, res := range rule.Resources {
 			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return slices.Contains(writes, v) }) {
-				g.Expect(res).To(Or(HaveSuffix("/status"), Equal("events"), BeElementOf("syncs", "updateautomations", "imageupdateautomations")),
+				g.Expect(res).To(Or(HaveSuffix("/status"), Equal("events"), Equal("synctargets"), BeElementOf(finalized)),
 					"uprev-manager writes %s (verbs %v); writes outside status and events belong in uprev-sync-apply", res, rule.Verbs)
 			}
-			if slices.Contains([]string{"syncs", "updateautomations", "imageupdateautomations"}, res) {
+			if slices.Contains(finalized, res) {
 				g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("create", "delete")), "%s are never created or deleted by uprev", res)
 			}
 		}

@@ -94,7 +94,7 @@ func TestReleaseInstallYAML(t *testing.T) {
 		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(base), ".yaml"), "_")
 		wantCRDs = append(wantCRDs, plural+"."+group)
 	}
-	g.Expect(wantCRDs).To(HaveLen(6))
+	g.Expect(wantCRDs).To(HaveLen(8))
 	g.Expect(crds).To(ConsistOf(wantCRDs))
 
 	// One apply on a fresh cluster installs it all; a server-side dry run
