@@ -107,7 +107,7 @@ func BenchmarkSoak(b *testing.B) {
 		b.ReportMetric(float64(percentile(latencies, 50).Milliseconds()), "p50-ms")
 		b.ReportMetric(float64(percentile(latencies, 99).Milliseconds()), "p99-ms")
 		b.ReportMetric(float64(after.PeakRSSKiB>>10), "peak-rss-MiB")
-		b.ReportMetric((after.CPU - before.CPU).Seconds()/elapsed.Seconds(), "cpu-cores")
+		b.ReportMetric((after.CPU-before.CPU).Seconds()/elapsed.Seconds(), "cpu-cores")
 	}
 }
 
