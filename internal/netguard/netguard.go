@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrDenied is wrapped by the error of a connection to a denied address.
@@ -87,4 +89,24 @@ func (d Denylist) DialContext(dialer net.Dialer) func(ctx context.Context, netwo
 		return nil
 	}
 	return dialer.DialContext
+}
+
+// Transport returns an HTTP transport with net/http's default settings
+// (proxy from the environment, timeouts, HTTP/2) whose connections are
+// checked against the Denylist: the base of every client that reaches a
+// server a tenant names.
+func (d Denylist) Transport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: d.DialContext(net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}),
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   10,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -122,7 +121,7 @@ func NewScanner(opts ScannerOptions) *Scanner {
 	if s.clock == nil {
 		s.clock = realClock{}
 	}
-	s.base = s.chain(s.newHTTPTransport(), "")
+	s.base = s.chain(s.opts.DenyCIDRs.Transport(), "")
 	return s
 }
 
@@ -176,24 +175,6 @@ func (s *Scanner) chain(base http.RoundTripper, via string) http.RoundTripper {
 		baseBackoff: s.opts.BaseBackoff,
 		maxBackoff:  s.opts.MaxBackoff,
 		maxWait:     s.opts.MaxRetryAfter,
-	}
-}
-
-// newHTTPTransport returns an HTTP transport like go-containerregistry's
-// default one, which refuses to connect to the denied ranges.
-func (s *Scanner) newHTTPTransport() *http.Transport {
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: s.opts.DenyCIDRs.DialContext(net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}),
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   10,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
 	}
 }
 
@@ -261,7 +242,7 @@ func (s *Scanner) Client(ctx context.Context, access Access) (*Client, error) {
 	}
 	base := s.base
 	if len(access.CertSecret) > 0 || len(access.ProxySecret) > 0 {
-		t := s.newHTTPTransport()
+		t := s.opts.DenyCIDRs.Transport()
 		t.IdleConnTimeout = 30 * time.Second
 		if t.TLSClientConfig, err = TLSConfig(access.CertSecret); err != nil {
 			return nil, err

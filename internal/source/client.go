@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -132,20 +131,8 @@ func NewClient(opts Options) *Client {
 		opts.Now = time.Now
 	}
 	return &Client{
-		opts: opts,
-		base: &http.Transport{
-			Proxy: http.ProxyFromEnvironment,
-			DialContext: opts.DenyCIDRs.DialContext(net.Dialer{
-				Timeout:   30 * time.Second,
-				KeepAlive: 30 * time.Second,
-			}),
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			MaxIdleConnsPerHost:   10,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		},
+		opts:  opts,
+		base:  opts.DenyCIDRs.Transport(),
 		known: map[string]known{},
 	}
 }
