@@ -6,7 +6,6 @@ package fairness
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -29,25 +28,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-// runSuite starts the shared control plane, runs the tests and stops it.
-func runSuite(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "uprev-fairness-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	c, err := manager.NewCluster(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	k8s, kubeconfigPath = c.Client, c.KubeConfigPath
-	return m.Run()
+	os.Exit(manager.RunSuite(m, "fairness", func(c *manager.Cluster) error {
+		k8s, kubeconfigPath = c.Client, c.KubeConfigPath
+		return nil
+	}))
 }
 
 func init() {

@@ -34,31 +34,15 @@ var (
 	kubeconfigPath string
 )
 
+// TestMain shares one control plane between the tests; each test runs its
+// own manager with the flags it shows.
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-// runSuite starts the shared control plane, runs the tests and stops it.
-// Each test runs its own manager with the flags it shows.
-func runSuite(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "uprev-tenancy-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	c, err := manager.NewCluster(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	if adminKubeConfig, err = c.KubeConfig(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	k8s, kubeconfigPath = c.Client, c.KubeConfigPath
-	return m.Run()
+	os.Exit(manager.RunSuite(m, "tenancy", func(c *manager.Cluster) error {
+		k8s, kubeconfigPath = c.Client, c.KubeConfigPath
+		var err error
+		adminKubeConfig, err = c.KubeConfig()
+		return err
+	}))
 }
 
 func init() {

@@ -178,3 +178,27 @@ func connect(c *cluster.Cluster, dir string) (*Cluster, error) {
 	}
 	return &Cluster{Cluster: c, KubeConfigPath: path, Client: k8s}, nil
 }
+
+// RunSuite is the TestMain of a package whose tests share one control
+// plane: it starts the cluster in a temporary directory named after name,
+// hands it to use (which keeps what the tests need of it), runs the tests
+// and stops it. It returns the exit code for os.Exit.
+func RunSuite(m *testing.M, name string, use func(*Cluster) error) int {
+	dir, err := os.MkdirTemp("", "uprev-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	c, err := NewCluster(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Stop()
+	if err := use(c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
