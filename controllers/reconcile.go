@@ -127,7 +127,8 @@ func (w *statusWriter) write(ctx context.Context, obj client.Object) error {
 	if string(data) == "{}" {
 		return nil
 	}
-	if err := w.client.Status().Patch(ctx, obj, patch, client.FieldOwner(fieldManager)); err != nil {
+	// The patch computed once, sent as it is.
+	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data), client.FieldOwner(fieldManager)); err != nil {
 		return err
 	}
 	w.before = obj.DeepCopyObject().(client.Object)
