@@ -17,11 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/testlog"
 )
 
 // k8s reaches the test cluster, where the real manager runs.
@@ -38,13 +38,19 @@ var storagePath string
 var testRegistryOptions = registry.ScannerOptions{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	log, err := testlog.Start("controllers")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := runSuite(m)
+	log.Stop(code)
+	os.Exit(code)
 }
 
 // runSuite starts a real control plane and the manager with every
 // controller, runs the tests and stops both.
 func runSuite(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zap.Options{}.Level)))
 	caFile, err := trustCloudCA()
 	defer os.Remove(caFile)
 	if err != nil {

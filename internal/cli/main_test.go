@@ -14,12 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/testlog"
 )
 
 // The cluster the commands of most tests run against: a real
@@ -38,12 +37,18 @@ var (
 var now = time.Now().Add(72*time.Hour + time.Minute)
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	log, err := testlog.Start("cli")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := runSuite(m)
+	log.Stop(code)
+	os.Exit(code)
 }
 
 // runSuite starts the control plane, runs the tests and stops it.
 func runSuite(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	c, err := cluster.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

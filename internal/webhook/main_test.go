@@ -16,11 +16,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/testlog"
 	"github.com/uprev-dev/uprev/internal/webhook"
 )
 
@@ -47,7 +47,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zap.Options{}.Level)))
+	log, err := testlog.Start("webhook")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if shared != nil {
 		if err := shared.stop(); err != nil {
@@ -55,6 +59,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	log.Stop(code)
 	os.Exit(code)
 }
 

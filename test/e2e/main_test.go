@@ -11,15 +11,14 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/jitter"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/testlog"
 )
 
 // Reached by every test of the suite, set up by TestMain.
@@ -45,23 +44,15 @@ func TestMain(m *testing.M) {
 // controller and the webhook receivers, runs the tests and benchmarks, and
 // stops everything, including the remote clusters tests started.
 func runSuite(m *testing.M) int {
-	// The manager's errors go to a file, kept and named when the run
-	// fails, so that benchmark figures and test output stay readable.
-	logFile, err := os.CreateTemp("", "uprev-e2e-manager-*.log")
+	// The manager's log goes to a file, printed when the run fails, so
+	// that benchmark figures and test output stay readable.
+	log, err := testlog.Start("e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	code := 1
-	defer func() {
-		_ = logFile.Close()
-		if code == 0 {
-			_ = os.Remove(logFile.Name())
-		} else {
-			fmt.Fprintln(os.Stderr, "e2e: the manager's error log is in", logFile.Name())
-		}
-	}()
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel)))
+	defer func() { log.Stop(code) }()
 	// A nil source would give jitter its own math/rand.Rand, which is not
 	// safe for concurrent use and which the reconcilers would race on.
 	jitter.SetGlobalIntervalJitter(intervalJitter, controllers.JitterRand())
