@@ -305,6 +305,10 @@ func (r *ReleaseSourceReconciler) scanGitTags(ctx context.Context, rs *uprevv1.R
 	switch {
 	case errors.Is(err, netguard.ErrDenied):
 		return source.Listing{}, stalled(uprevv1.InvalidSpecReason, err)
+	case errors.Is(err, gitrepo.ErrListingTooLarge):
+		// As an HTTP source's answer past its bound: the next scan may
+		// find it fixed.
+		return source.Listing{}, degraded(uprevv1.SourceInvalidReason, err)
 	case err != nil:
 		return source.Listing{}, gitError(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
@@ -336,4 +337,30 @@ func TestReleaseSourceGitHubApp(t *testing.T) {
 	for _, req := range api.Requests() {
 		g.Expect(req.Header.Get("Authorization")).To(Equal("Bearer "+app.Token), "only the installation token reaches the releases API")
 	}
+}
+
+// A Git server that advertises more references than the bound
+// (gitrepo.MaxAdvertisedRefs) makes the source not Ready, SourceInvalid
+// naming the bound, and keeps the last good selection.
+func TestReleaseSourceGitTagsRefusesAHugeListing(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	srv := gitserver.Start(t)
+	srv.InitRepo(t, "tool", "main", map[string]string{"README": "tool\n"})
+	srv.Git(t, "tool", "tag", "v1.0.0", "main")
+	rs := newReleaseSource(t, ns, "tool", uprevv1.ReleaseSourceSpec{
+		GitTags: &uprevv1.GitTagsSource{URL: srv.HTTPURL("tool")},
+		Policy:  semverChoice("^1.0.0"),
+	})
+	g.Eventually(func(g Gomega) { g.Expect(sourceLatest(g, rs).Version).To(Equal("v1.0.0")) }).Should(Succeed())
+
+	srv.AdvertiseRefs(t, "tool", "main", "heads/b", "", gitrepo.MaxAdvertisedRefs)
+	requestReconcile(t, rs)
+	g.Eventually(func(g Gomega) {
+		ready := readyCondition(g, rs)
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(uprevv1.SourceInvalidReason))
+		g.Expect(ready.Message).To(ContainSubstring("more than %d references", gitrepo.MaxAdvertisedRefs))
+		g.Expect(rs.Status.Latest.Version).To(Equal("v1.0.0"))
+	}).Should(Succeed())
 }

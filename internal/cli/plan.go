@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
@@ -71,9 +72,9 @@ func newPlanCommand(opts Options) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&o.checkout, "checkout", "", "The checkout of the repository the automation writes to (required).")
 	fs.StringVar(&o.path, "path", ".", "The directory under the checkout whose files the automation updates (its spec.update.path).")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Read the ImagePolicies from the cluster of this kubeconfig.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Read the ImagePolicies and ReleaseSources from the cluster of this kubeconfig.")
 	fs.StringVar(&o.kubeContext, "context", "", "The kubeconfig context to use; default: its current context.")
-	fs.StringVar(&o.namespace, "namespace", "", "The namespace of the automation: ImagePolicies are read from it (default: all namespaces), and markers that name no namespace use it.")
+	fs.StringVar(&o.namespace, "namespace", "", "The namespace of the automation: ImagePolicies and ReleaseSources are read from it (default: all namespaces), and markers that name no namespace use it.")
 	fs.StringVar(&o.refs, "refs", "", "Read the policies' latest references from this YAML or JSON file instead of a cluster (see docs/plan.md).")
 	fs.StringVar(&o.branch, "branch", "", "The branch whose history holds reverts; default: the checkout's current branch.")
 	fs.StringVar(&o.pushBranch, "push-branch", "", "The automation's push branch (spec.git.push.branch): reverts on it hold versions too.")
@@ -110,13 +111,14 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 	}
 	var (
 		policies map[update.PolicyKey]guard.Policy
+		assets   map[update.AssetKey]string
 		gated    []plan.Gated
 		err      error
 	)
 	if o.refs != "" {
 		policies, err = plan.ReadRefsFile(o.refs)
 	} else {
-		policies, gated, err = o.readCluster(ctx, stderr)
+		policies, assets, gated, err = o.readCluster(ctx, stderr)
 	}
 	if err != nil {
 		return nil, err
@@ -135,7 +137,8 @@ func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.P
 			Releases:       guard.ParseReleases(o.releaseHolds),
 			AllowDowngrade: o.allowDowngrade,
 		},
-		Gated: gated,
+		Assets: assets,
+		Gated:  gated,
 	})
 }
 
@@ -154,31 +157,32 @@ func (o planOptions) validate() error {
 	return nil
 }
 
-// readCluster reads the ImagePolicies of the cluster o.kubeconfig reaches,
-// naming those not ready on stderr, and what the ReleaseGates hold back
-// from them; with --automation, it takes the
+// readCluster reads the ImagePolicies and ReleaseSources of the cluster
+// o.kubeconfig reaches, with the sources' pinned assets, naming those not
+// ready on stderr, and what the ReleaseGates hold back from the policies;
+// with --automation, it takes the
 // automation's push branch, released holds and spec.allowDowngrade into o
 // where no flag set them.
-func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[update.PolicyKey]guard.Policy, []plan.Gated, error) {
+func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[update.PolicyKey]guard.Policy, map[update.AssetKey]string, []plan.Gated, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.kubeconfig},
 		&clientcmd.ConfigOverrides{CurrentContext: o.kubeContext},
 	).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading kubeconfig %s: %w", o.kubeconfig, err)
+		return nil, nil, nil, fmt.Errorf("reading kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	scheme, err := controllers.NewScheme()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to the cluster: %w", err)
+		return nil, nil, nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	if o.automation != "" {
 		pushBranch, releases, allowDowngrade, err := automationRules(ctx, c, client.ObjectKey{Namespace: o.namespace, Name: o.automation})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !o.set["push-branch"] {
 			o.pushBranch = pushBranch
@@ -192,16 +196,22 @@ func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[up
 	}
 	policies, notReady, err := plan.ListPolicies(ctx, c, o.namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	sources, assets, sourcesNotReady, err := plan.ListSources(ctx, c, o.namespace)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	maps.Copy(policies, sources)
+	notReady = append(notReady, sourcesNotReady...)
 	if len(notReady) > 0 {
 		fmt.Fprintln(stderr, "skipped policies not ready:", strings.Join(notReady, ", "))
 	}
 	gated, err := plan.ListGated(ctx, c, o.namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return policies, gated, nil
+	return policies, assets, gated, nil
 }
 
 // automationRules reads the rules a plan takes from the automation at key:

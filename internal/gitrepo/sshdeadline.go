@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,8 @@ type sshDial struct {
 	deadline time.Time
 	// via is the remote's own proxy, nil for none.
 	via *url.URL
+	// budget, when set, counts the connection's reads (limitSSHReads).
+	budget *readBudget
 }
 
 func init() {
@@ -63,6 +66,17 @@ func sshDeadlineProxy(deadline time.Time, opts transport.ProxyOptions) (transpor
 	token := hex.EncodeToString(raw)
 	sshDials.Store(token, dial)
 	return transport.ProxyOptions{URL: sshDeadlineScheme + "://" + token}, func() { sshDials.Delete(token) }, nil
+}
+
+// limitSSHReads counts the reads of the SSH connection that the proxy
+// options of sshDeadlineProxy dial against budget.
+func limitSSHReads(opts transport.ProxyOptions, budget *readBudget) {
+	token := strings.TrimPrefix(opts.URL, sshDeadlineScheme+"://")
+	if v, ok := sshDials.Load(token); ok {
+		dial := v.(sshDial)
+		dial.budget = budget
+		sshDials.Store(token, dial)
+	}
 }
 
 // deadlineDialer dials the connection of the sshDial of its token.
@@ -104,6 +118,9 @@ func (d deadlineDialer) DialContext(ctx context.Context, network, addr string) (
 	if err := conn.SetDeadline(dial.deadline); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("setting the deadline of the connection: %w", err)
+	}
+	if dial.budget != nil {
+		conn = dial.budget.conn(conn)
 	}
 	return conn, nil
 }

@@ -8,7 +8,8 @@
 // policies' latest references and orderings, the holds found in Git, the
 // released holds, whether downgrades are allowed) and returns a Plan. The
 // loaders in this package produce those inputs from a refs file
-// (ReadRefsFile), from ImagePolicies in a cluster (ListPolicies) and from a
+// (ReadRefsFile), from ImagePolicies and ReleaseSources in a cluster
+// (ListPolicies, ListSources) and from a
 // checkout's history (ReadHolds).
 //
 // The rules are not this package's: Compute applies internal/guard's, as the

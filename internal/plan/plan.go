@@ -36,6 +36,10 @@ type Input struct {
 	// policies by key, the holds found in the checkout's history (see
 	// ReadHolds), the holds released and whether downgrades are allowed.
 	guard.Input
+	// Assets are the URLs and hashes of the pinned assets of the
+	// ReleaseSources among the policies (see ListSources), which their
+	// :url: and :sha256: markers write.
+	Assets map[update.AssetKey]string
 	// Gated are the versions release gates hold back (see ListGated),
 	// shown as they are.
 	Gated []Gated
@@ -47,7 +51,8 @@ type Entry struct {
 	File string
 	// Policy is the policy the markers follow.
 	Policy update.PolicyKey
-	// Image is the image (or chart) name.
+	// Image is the image (or chart) name; for a ReleaseSource, its key
+	// (ReleaseSource/namespace/name).
 	Image string
 	// Old and New are the versions before and after, as in a commit
 	// trailer: tags, or tag@digest when only the digest changes.
@@ -86,6 +91,7 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 	rules := guard.New(in.Input)
 	res, err := update.RewriteMarkers(ctx, in.Root, in.Path, update.Options{
 		Policies:         rules.Refs(),
+		Assets:           in.Assets,
 		DefaultNamespace: in.DefaultNamespace,
 		Guard:            rules.Check,
 		DryRun:           true,
@@ -107,7 +113,12 @@ func Compute(ctx context.Context, in Input) (*Plan, error) {
 func entryOf(c update.Change, refusal guard.RefusalKind) Entry {
 	oldVersion, newVersion := update.PolicyUpdate{Policy: c.Policy, Old: c.Old, New: c.New}.Versions()
 	image := c.Latest.Image
-	if image == "" {
+	switch {
+	case c.Policy.Kind == update.SourceKind:
+		// A source's values (its version, its assets' URLs and hashes)
+		// make one line per file and version.
+		image = c.Policy.String()
+	case image == "":
 		image = c.New.Image
 	}
 	digest := c.New.Digest

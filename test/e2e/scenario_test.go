@@ -83,7 +83,7 @@ func newNamespace(t testing.TB, prefix string) string {
 // deleteUprevObjects deletes every uprev object of namespace ns.
 func deleteUprevObjects(ns string) {
 	ctx := context.Background()
-	for _, obj := range []client.Object{&uprevv1.Sync{}, &uprevv1.UpdateAutomation{}, &uprevv1.ReleaseGate{}, &imagev1.ImagePolicy{}, &imagev1.ImageRepository{}} {
+	for _, obj := range []client.Object{&uprevv1.Sync{}, &uprevv1.UpdateAutomation{}, &uprevv1.ReleaseGate{}, &uprevv1.ReleaseSource{}, &imagev1.ImagePolicy{}, &imagev1.ImageRepository{}} {
 		_ = k8s.DeleteAllOf(ctx, obj, client.InNamespace(ns))
 	}
 }
@@ -194,6 +194,8 @@ func decodeUprevObject(t testing.TB, path string, doc []byte) client.Object {
 		obj = &uprevv1.Sync{}
 	case "ReleaseGate":
 		obj = &uprevv1.ReleaseGate{}
+	case "ReleaseSource":
+		obj = &uprevv1.ReleaseSource{}
 	default:
 		t.Fatalf("%s: kind %q is not one of uprev's", path, head.Kind)
 	}
