@@ -270,10 +270,11 @@ type holdRecord struct {
 // them. Names are automations' names.
 func holdsNoun() Noun {
 	return Noun{
-		Name:    "holds",
-		Watches: func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
-		Aliases: []string{"hold"},
-		Short:   "List the versions automations hold because someone reverted them",
+		Name:        "holds",
+		Watches:     func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
+		AlsoWatches: func() client.ObjectList { return &iacv1.ImageUpdateAutomationList{} },
+		Aliases:     []string{"hold"},
+		Short:       "List the versions automations hold because someone reverted them",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
 			autos, err := readHeldAutomations(ctx, c, q)
 			if err != nil {

@@ -363,6 +363,40 @@ func TestGetWatch(t *testing.T) {
 	g.Expect(stderr.String()).To(BeEmpty())
 }
 
+// TestGetWatchHolds shows --watch on holds, which come from both kinds: a
+// hold the manager publishes on an ImageUpdateAutomation is printed as it
+// appears.
+func TestGetWatchHolds(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	createFleet(t, ns)
+	ctx, cancel := context.WithCancel(t.Context())
+	var stdout, stderr syncbuf.Buffer
+	done := make(chan int)
+	go func() {
+		done <- Execute(ctx, []string{"get", "holds", "-w", "-n", ns, kubeconfigFlag}, Options{
+			IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr},
+			Clock:     clocktesting.NewFakeClock(now),
+		})
+	}()
+	g.Eventually(stdout.String).Should(MatchRegexp(`^AUTOMATION .*\n(fleet .*\n){2}flux-system .*\n$`))
+
+	flux := &iacv1.ImageUpdateAutomation{}
+	flux.Namespace, flux.Name = ns, "flux-system"
+	get(t, flux)
+	flux.Annotations[uprevv1.HoldsAnnotation] = uprevv1.EncodeHolds([]uprevv1.Hold{
+		{Policy: ns + "/web", Version: "3.0.0", RevertedIn: webRevert},
+		{Policy: ns + "/kms", Version: "2.0.0", RevertedIn: agentRevert},
+	})
+	g.Expect(k8s.Update(t.Context(), flux)).To(Succeed())
+	g.Eventually(stdout.String).Should(MatchRegexp(`\nflux-system +ImageUpdateAutomation +` + ns + `/kms +2\.0\.0 +9ab2c3d4e5 +False\nflux-system +ImageUpdateAutomation +` + ns + `/web .*\n$`),
+		"the ImageUpdateAutomation's rows, now two")
+
+	cancel()
+	g.Eventually(done).Should(Receive(Equal(0)))
+	g.Expect(stderr.String()).To(BeEmpty())
+}
+
 // TestGetFluxAutomations lists Flux's ImageUpdateAutomations, whose last
 // push uprev writes into Flux's status.
 func TestGetFluxAutomations(t *testing.T) {
