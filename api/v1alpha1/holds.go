@@ -20,7 +20,7 @@ const HoldsAnnotation = "status.uprev.dev/holds"
 // first MaxPublishedHolds (by policy and version) are listed and Omitted
 // counts the rest, so that the annotation stays far below the API
 // server's 256 KiB limit on all of an object's annotations: a hold takes
-// at most about 500 bytes, the annotation at most about 50 KiB.
+// at most about 550 bytes, the annotation at most about 55 KiB.
 const MaxPublishedHolds = 100
 
 // PublishedHolds is the value of HoldsAnnotation.
