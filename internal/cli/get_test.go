@@ -389,7 +389,7 @@ func TestGetWatchHolds(t *testing.T) {
 		{Policy: ns + "/kms", Version: "2.0.0", RevertedIn: agentRevert},
 	})
 	g.Expect(k8s.Update(t.Context(), flux)).To(Succeed())
-	g.Eventually(stdout.String).Should(MatchRegexp(`\nflux-system +ImageUpdateAutomation +` + ns + `/kms +2\.0\.0 +9ab2c3d4e5 +False\nflux-system +ImageUpdateAutomation +` + ns + `/web .*\n$`),
+	g.Eventually(stdout.String).Should(MatchRegexp(`\nflux-system +ImageUpdateAutomation +`+ns+`/kms +2\.0\.0 +9ab2c3d4e5 +False\nflux-system +ImageUpdateAutomation +`+ns+`/web .*\n$`),
 		"the ImageUpdateAutomation's rows, now two")
 
 	cancel()

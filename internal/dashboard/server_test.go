@@ -343,7 +343,7 @@ func TestFluxAutomations(t *testing.T) {
 	g.Expect(page).To(ContainSubstring(`<a href="/object/ImageUpdateAutomation/` + ns + `/flux-system">ImageUpdateAutomation ` + ns + `/flux-system</a>`))
 	g.Expect(page).To(ContainSubstring(`<a href="/object/Event/` + ns + `/flux-system.1">Pushed commit feed000000 to main: agent 1.0.0 --&gt; 1.1.0</a>`))
 	g.Expect(page).To(ContainSubstring(`">agent: registry.example.com/acme/agent:<span class="version" title="1.1.0">1.1.0</span></a>`))
-	g.Expect(page).To(ContainSubstring(`<code>uprev release-hold fleet web -n ` + ns + `</code>`), "the UpdateAutomation's hold, as before")
+	g.Expect(page).To(ContainSubstring(`<code>uprev release-hold fleet web -n `+ns+`</code>`), "the UpdateAutomation's hold, as before")
 	g.Expect(strings.Index(page, `data-automation="`+ns+`/fleet"`)).To(BeNumerically("<", strings.Index(page, `data-automation="`+ns+`/flux-system"`)), "by name")
 	code, body := get(t, ts, "/object/ImageUpdateAutomation/"+ns+"/flux-system", "")
 	g.Expect(code).To(Equal(http.StatusOK))
