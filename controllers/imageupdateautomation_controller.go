@@ -7,6 +7,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -72,9 +73,10 @@ func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opt
 	r.Events = mgr.GetEventRecorder("uprev-image-update-automation")
 	b := ctrl.NewControllerManagedBy(mgr).
 		// Annotations too, so that releasing a hold (uprev.dev/release-holds)
-		// takes effect at once, as on an UpdateAutomation.
+		// takes effect at once, as on an UpdateAutomation; but not the holds
+		// the reconciler publishes itself.
 		For(&iacv1.ImageUpdateAutomation{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, annotationsChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&imagev1.ImagePolicy{},
 			handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
 			builder.WithPredicates(latestRefChangedPredicate{}))
@@ -148,8 +150,44 @@ func (r *ImageUpdateAutomationReconciler) Reconcile(ctx context.Context, req ctr
 			obj.Status.LastAutomationRunTime = &start
 		}
 		r.engineStatus.Store(req.NamespacedName, run.auto.Status)
+		if run.rules != nil { // else the run stopped before it read them
+			if err := r.publishHolds(ctx, obj, run.auto.Status.Holds); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Publishing holds")
+			}
+		}
 		return outcome{err: err, message: run.summary(), requeueAfter: obj.Spec.Interval.Duration}
 	})
+}
+
+// publishHolds writes holds, the holds in force, into obj's annotation
+// uprevv1.HoldsAnnotation (the object's status has no field for them), or
+// removes it when there are none; it sends nothing when the annotation
+// says so already. The merge patch names only that annotation, owned by
+// the manager's field manager, so it leaves every other field (and their
+// owners, such as a GitOps tool applying the object) alone; a patch that
+// fails is logged by the caller and made again at the next run, the
+// annotation then still differing.
+func (r *ImageUpdateAutomationReconciler) publishHolds(ctx context.Context, obj *iacv1.ImageUpdateAutomation, holds []uprevv1.Hold) error {
+	value := uprevv1.EncodeHolds(holds)
+	current, published := obj.Annotations[uprevv1.HoldsAnnotation]
+	if value == current && (value != "" || !published) {
+		return nil
+	}
+	var annotation any // null removes it
+	if value != "" {
+		annotation = value
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{uprevv1.HoldsAnnotation: annotation}}})
+	if err != nil {
+		return fmt.Errorf("encoding the holds patch: %w", err)
+	}
+	// A copy, so that the object as the run left it (its status to write)
+	// is not replaced with the patch's answer.
+	target := &iacv1.ImageUpdateAutomation{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name}}
+	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("writing annotation %s: %w", uprevv1.HoldsAnnotation, err)
+	}
+	return nil
 }
 
 // forget drops what is kept for a deleted automation.

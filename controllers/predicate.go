@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"maps"
 	"slices"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
@@ -116,4 +117,32 @@ func (promotionChangedPredicate) Update(e event.UpdateEvent) bool {
 		return a.Name == b.Name && a.Healthy == b.Healthy && equality.Semantic.DeepEqual(a.HealthySince, b.HealthySince) &&
 			slices.Equal(a.Components, b.Components)
 	})
+}
+
+// annotationsChangedPredicate passes updates whose annotations changed,
+// leaving out those the manager publishes itself (uprevv1.HoldsAnnotation):
+// publishing an automation's holds does not run it again, while a person's
+// annotation (releasing a hold, requesting a run) does.
+type annotationsChangedPredicate struct {
+	predicate.Funcs
+}
+
+// Update passes an update when an annotation other than a published one
+// changed.
+func (annotationsChangedPredicate) Update(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return false
+	}
+	return !maps.Equal(withoutPublished(e.ObjectOld.GetAnnotations()), withoutPublished(e.ObjectNew.GetAnnotations()))
+}
+
+// withoutPublished returns annotations without those the manager
+// publishes.
+func withoutPublished(annotations map[string]string) map[string]string {
+	if _, ok := annotations[uprevv1.HoldsAnnotation]; !ok {
+		return annotations
+	}
+	out := maps.Clone(annotations)
+	delete(out, uprevv1.HoldsAnnotation)
+	return out
 }

@@ -90,3 +90,29 @@ func TestPromotionChangedPredicate(t *testing.T) {
 		})
 	}
 }
+
+func TestAnnotationsChangedPredicate(t *testing.T) {
+	annotated := func(annotations map[string]string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Annotations: annotations}}
+	}
+	release := map[string]string{uprevv1.HoldReleaseAnnotation: "fleet/agent 1.1.0"}
+	published := map[string]string{uprevv1.HoldsAnnotation: `{"holds":[]}`}
+	both := map[string]string{uprevv1.HoldReleaseAnnotation: "fleet/agent 1.1.0", uprevv1.HoldsAnnotation: `{"holds":[]}`}
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]string
+		want          bool
+	}{
+		{name: "hold released", before: nil, after: release, want: true},
+		{name: "release removed", before: both, after: published, want: true},
+		{name: "holds published", before: nil, after: published, want: false},
+		{name: "holds published beside a release", before: release, after: both, want: false},
+		{name: "published holds removed", before: both, after: release, want: false},
+		{name: "unchanged", before: release, after: release, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(annotationsChangedPredicate{}.Update(event.UpdateEvent{ObjectOld: annotated(tc.before), ObjectNew: annotated(tc.after)})).To(Equal(tc.want))
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ const (
 	pushCommit   = "3f1c0d9a2b4e6f8091a2b3c4d5e6f708192a3b4c"
 	agentRevert  = "9ab2c3d4e5f60718293a4b5c6d7e8f9012345678"
 	appRevert    = "1234567890abcdef1234567890abcdef12345678"
+	webRevert    = "fedcba9876543210fedcba9876543210fedcba98"
 	syncCommit   = "c0ffee0000111122223333444455556666777788"
 	oldCommit    = "0dd0000000111122223333444455556666777788"
 	agentDigest  = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -42,6 +44,27 @@ func createWithStatus(t *testing.T, obj client.Object) {
 	if err := k8s.Status().Update(ctx, withStatus); err != nil {
 		t.Fatalf("writing the status of %s: %v", obj.GetName(), err)
 	}
+}
+
+// newFluxAutomation returns a Flux ImageUpdateAutomation reading the
+// GitRepository flux-system, pushing to flux/updates, whose annotation
+// publishes holds as the manager does.
+func newFluxAutomation(ns, name string, holds ...uprevv1.Hold) *iacv1.ImageUpdateAutomation {
+	flux := &iacv1.ImageUpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: iacv1.ImageUpdateAutomationSpec{
+			SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			GitSpec: &iacv1.GitSpec{
+				Commit: iacv1.CommitSpec{Author: iacv1.CommitUser{Name: "flux", Email: "flux@example.com"}},
+				Push:   &iacv1.PushSpec{Branch: "flux/updates"},
+			},
+		},
+	}
+	if len(holds) > 0 {
+		flux.Annotations = map[string]string{uprevv1.HoldsAnnotation: uprevv1.EncodeHolds(holds)}
+	}
+	return flux
 }
 
 // newPolicy returns a semver ImagePolicy of the repository repo.
@@ -87,8 +110,8 @@ func newSync(ns, name string, targets ...string) *uprevv1.Sync {
 
 // createFleet creates in ns what the get tests list: two policies (one
 // with a latest version, one not ready), two automations (one with a push
-// and two holds, one of them released; one suspended and never run) and
-// two Syncs (one applied to two of its three targets; one suspended).
+// and two holds, one of them released; one suspended and never run), a
+// Flux ImageUpdateAutomation with one hold, and two Syncs (one applied to two of its three targets; one suspended).
 func createFleet(t *testing.T, ns string) {
 	t.Helper()
 	agent := newPolicy(ns, "agent", meta.NamespacedObjectReference{Name: "agent"})
@@ -116,6 +139,7 @@ func createFleet(t *testing.T, ns string) {
 	paused := newAutomation(ns, "paused")
 	paused.Spec.Suspend = true
 	createWithStatus(t, paused)
+	createWithStatus(t, newFluxAutomation(ns, "flux-system", uprevv1.Hold{Policy: ns + "/web", Version: "3.0.0", RevertedIn: webRevert}))
 
 	prod := newSync(ns, "prod", "local", "eu-1", "us-1")
 	prod.Status = uprevv1.SyncStatus{

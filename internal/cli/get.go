@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
@@ -33,6 +34,20 @@ type Noun struct {
 	// come from, which --watch watches; a row's object is one of them, or
 	// (holds) the row is read from one.
 	Watches func() client.ObjectList
+	// AlsoWatches, when set, returns an empty list of a second kind the
+	// rows come from (holds: Flux's ImageUpdateAutomations), which --watch
+	// watches too where the kind is installed.
+	AlsoWatches func() client.ObjectList
+}
+
+// watched returns the empty lists of the kinds --watch watches for n,
+// the optional one (AlsoWatches) last.
+func (n Noun) watched() []client.ObjectList {
+	lists := []client.ObjectList{n.Watches()}
+	if n.AlsoWatches != nil {
+		lists = append(lists, n.AlsoWatches())
+	}
+	return lists
 }
 
 // Query says what `uprev get` asks a noun for.
@@ -211,11 +226,11 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 	if err != nil {
 		return err
 	}
-	var since string
+	var from []watchFrom
 	if o.watch {
 		// The watch starts where this list ends: what changes while the
 		// table is read is printed again, never lost.
-		if since, err = listVersion(ctx, c, n.Watches(), q); err != nil {
+		if from, err = watchStarts(ctx, c, n, q); err != nil {
 			return err
 		}
 	}
@@ -235,7 +250,7 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 	if !o.watch {
 		return nil
 	}
-	return o.watchRows(ctx, opts, c, n, q, since)
+	return o.watchRows(ctx, opts, c, n, q, from)
 }
 
 // print prints t in the output format; header says whether a table gets
@@ -251,6 +266,31 @@ func (o *getOptions) print(w io.Writer, t *Table, named, header bool) error {
 	}
 }
 
+// watchFrom is one kind --watch watches, and the resource version its
+// watch starts from.
+type watchFrom struct {
+	list  client.ObjectList
+	since string
+}
+
+// watchStarts returns the kinds --watch watches for n and where each
+// watch starts; the optional kind (AlsoWatches) is left out when it is not
+// installed.
+func watchStarts(ctx context.Context, c client.Reader, n Noun, q Query) ([]watchFrom, error) {
+	var from []watchFrom
+	for i, list := range n.watched() {
+		since, err := listVersion(ctx, c, list, q)
+		if err != nil {
+			if i > 0 && meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, err
+		}
+		from = append(from, watchFrom{list: list, since: since})
+	}
+	return from, nil
+}
+
 // listVersion returns the resource version of the list of the objects q
 // asks for (one object read), for a watch to start from.
 func listVersion(ctx context.Context, c client.Reader, list client.ObjectList, q Query) (string, error) {
@@ -260,29 +300,52 @@ func listVersion(ctx context.Context, c client.Reader, list client.ObjectList, q
 	return list.GetResourceVersion(), nil
 }
 
-// watchRows prints, for every object of n's kind that q asks for and that
-// changes after resource version since, its rows as they are now, until
-// ctx ends. A table's rows come without a header, as kubectl's do.
-func (o *getOptions) watchRows(ctx context.Context, opts Options, c client.WithWatch, n Noun, q Query, since string) error {
-	listOpts := []client.ListOption{client.InNamespace(q.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: since}}}
-	if q.Selector != nil {
-		listOpts = append(listOpts, client.MatchingLabelsSelector{Selector: q.Selector})
+// watchRows prints, for every object of the kinds of from that q asks for
+// and that changes after the resource version each starts from, its rows
+// as they are now, until ctx ends. A table's rows come without a header,
+// as kubectl's do.
+func (o *getOptions) watchRows(ctx context.Context, opts Options, c client.WithWatch, n Noun, q Query, from []watchFrom) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type received struct {
+		event watch.Event
+		ended bool
 	}
-	w, err := c.Watch(ctx, n.Watches(), listOpts...)
-	if err != nil {
-		return fmt.Errorf("watching %s: %w", n.Name, err)
+	events := make(chan received)
+	for _, f := range from {
+		listOpts := []client.ListOption{client.InNamespace(q.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: f.since}}}
+		if q.Selector != nil {
+			listOpts = append(listOpts, client.MatchingLabelsSelector{Selector: q.Selector})
+		}
+		w, err := c.Watch(ctx, f.list, listOpts...)
+		if err != nil {
+			return fmt.Errorf("watching %s: %w", n.Name, err)
+		}
+		defer w.Stop()
+		go func() {
+			for {
+				e, ok := <-w.ResultChan()
+				select {
+				case events <- received{event: e, ended: !ok}:
+				case <-ctx.Done():
+					return
+				}
+				if !ok {
+					return
+				}
+			}
+		}()
 	}
-	defer w.Stop()
 	for {
 		var ev watch.Event
 		select {
 		case <-ctx.Done():
 			return nil
-		case e, ok := <-w.ResultChan():
-			if !ok {
+		case r := <-events:
+			if r.ended {
 				return fmt.Errorf("watching %s: the API server ended the watch", n.Name)
 			}
-			ev = e
+			ev = r.event
 		}
 		switch ev.Type {
 		case watch.Error:

@@ -137,14 +137,14 @@ func automationsNoun() Noun {
 }
 
 // fluxAutomationsNoun lists Flux's ImageUpdateAutomations that uprev
-// serves: what each last pushed. Their status has no field for holds; the
-// Ready message counts them ("1 held").
+// serves: what each last pushed and holds (from the annotation the
+// manager publishes, their status having no field for holds).
 func fluxAutomationsNoun() Noun {
 	return Noun{
 		Name:    "imageupdateautomations",
 		Watches: func() client.ObjectList { return &iacv1.ImageUpdateAutomationList{} },
 		Aliases: []string{"imageupdateautomation", "iua"},
-		Short:   "List Flux ImageUpdateAutomations and their last commit",
+		Short:   "List Flux ImageUpdateAutomations, their last commit and holds",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
 			var list iacv1.ImageUpdateAutomationList
 			autos, err := readObjects[iacv1.ImageUpdateAutomation](ctx, c, iacv1.GroupVersion.WithKind(iacv1.ImageUpdateAutomationKind), &list, &list.Items, q)
@@ -152,10 +152,14 @@ func fluxAutomationsNoun() Noun {
 				return nil, err
 			}
 			t := &Table{Columns: []Column{
-				{Header: "NAME"}, {Header: "READY"}, {Header: "SUSPENDED"}, {Header: "LAST COMMIT"}, {Header: "STATUS"}, {Header: "AGE"},
+				{Header: "NAME"}, {Header: "READY"}, {Header: "SUSPENDED"}, {Header: "LAST COMMIT"}, {Header: "HOLDS"}, {Header: "STATUS"}, {Header: "AGE"},
 				{Header: "SOURCE", Wide: true}, {Header: "PUSH BRANCH", Wide: true}, {Header: "LAST PUSH", Wide: true},
 			}}
 			for _, a := range autos {
+				held, err := heldFluxAutomation(a)
+				if err != nil {
+					return nil, err
+				}
 				ready, message := readyCells(a.Status.Conditions)
 				var pushBranch string
 				if git := a.Spec.GitSpec; git != nil && git.Push != nil {
@@ -166,8 +170,8 @@ func fluxAutomationsNoun() Noun {
 					source = a.Spec.SourceRef.Kind + "/" + a.Spec.SourceRef.Namespace + "/" + a.Spec.SourceRef.Name
 				}
 				t.Rows = append(t.Rows, Row{Namespace: a.Namespace, Object: a, Cells: []string{
-					a.Name, ready, boolCell(a.Spec.Suspend), shortSHA(a.Status.LastPushCommit), message, age(a.CreationTimestamp, q.Now),
-					source, pushBranch, ageOf(a.Status.LastPushTime, q.Now),
+					a.Name, ready, boolCell(a.Spec.Suspend), shortSHA(a.Status.LastPushCommit), strconv.Itoa(len(held.Holds) + held.Omitted),
+					message, age(a.CreationTimestamp, q.Now), source, pushBranch, ageOf(a.Status.LastPushTime, q.Now),
 				}})
 			}
 			return t, nil
@@ -241,57 +245,67 @@ func stepsCell(s *uprevv1.Sync) string {
 type holdRecord struct {
 	// Namespace of the automation.
 	Namespace string `json:"namespace"`
-	// Automation is the UpdateAutomation's name.
+	// Automation is the automation's name.
 	Automation string `json:"automation"`
+	// AutomationKind is its kind: UpdateAutomation or ImageUpdateAutomation.
+	AutomationKind string `json:"automationKind"`
 	// Policy is `<namespace>/<name>` of the ImagePolicy.
-	Policy string `json:"policy"`
+	Policy string `json:"policy,omitempty"`
 	// Version is the held version.
-	Version string `json:"version"`
+	Version string `json:"version,omitempty"`
 	// RevertedIn is the SHA of the revert commit.
-	RevertedIn string `json:"revertedIn"`
+	RevertedIn string `json:"revertedIn,omitempty"`
 	// Released says that the automation's release annotation releases the
 	// hold; it goes at the automation's next run.
 	Released bool `json:"released"`
+	// Omitted, in a record of its own that names no hold, counts the
+	// holds of an ImageUpdateAutomation its annotation does not list
+	// (past uprevv1.MaxPublishedHolds).
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // holdsNoun lists the holds in force of UpdateAutomations (from their
-// status): versions not written because a person reverted them. Names are
-// automations' names.
+// status) and of Flux ImageUpdateAutomations (from the annotation the
+// manager publishes): versions not written because a person reverted
+// them. Names are automations' names.
 func holdsNoun() Noun {
 	return Noun{
-		Name:    "holds",
-		Watches: func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
-		Aliases: []string{"hold"},
-		Short:   "List the versions UpdateAutomations hold because someone reverted them",
+		Name:        "holds",
+		Watches:     func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
+		AlsoWatches: func() client.ObjectList { return &iacv1.ImageUpdateAutomationList{} },
+		Aliases:     []string{"hold"},
+		Short:       "List the versions automations hold because someone reverted them",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
-			autos, err := readAutomations(ctx, c, q)
+			autos, err := readHeldAutomations(ctx, c, q)
 			if err != nil {
 				return nil, err
 			}
 			t := &Table{Columns: []Column{
-				{Header: "AUTOMATION"}, {Header: "POLICY"}, {Header: "VERSION"}, {Header: "REVERTED IN"}, {Header: "RELEASED"},
+				{Header: "AUTOMATION"}, {Header: "KIND"}, {Header: "POLICY"}, {Header: "VERSION"}, {Header: "REVERTED IN"}, {Header: "RELEASED"},
 			}}
 			for _, a := range autos {
-				releases := guard.ParseReleases(a.Annotations[uprevv1.HoldReleaseAnnotation])
-				for _, h := range a.Status.Holds {
+				ns, name := a.Object.GetNamespace(), a.Object.GetName()
+				releases := guard.ParseReleases(a.Object.GetAnnotations()[uprevv1.HoldReleaseAnnotation])
+				for _, h := range a.Holds {
 					released := releases.Released(guardHold(h))
 					t.Rows = append(t.Rows, Row{
-						Namespace: a.Namespace,
-						Cells:     []string{a.Name, h.Policy, h.Version, shortSHA(h.RevertedIn), boolCell(released)},
-						Object: holdRecord{Namespace: a.Namespace, Automation: a.Name, Policy: h.Policy, Version: h.Version,
+						Namespace: ns,
+						Cells:     []string{name, a.Kind, h.Policy, h.Version, shortSHA(h.RevertedIn), boolCell(released)},
+						Object: holdRecord{Namespace: ns, Automation: name, AutomationKind: a.Kind, Policy: h.Policy, Version: h.Version,
 							RevertedIn: h.RevertedIn, Released: released},
+					})
+				}
+				if a.Omitted > 0 {
+					t.Rows = append(t.Rows, Row{
+						Namespace: ns,
+						Cells:     []string{name, a.Kind, fmt.Sprintf("(%d more, not published)", a.Omitted), "", "", ""},
+						Object:    holdRecord{Namespace: ns, Automation: name, AutomationKind: a.Kind, Omitted: a.Omitted},
 					})
 				}
 			}
 			return t, nil
 		},
 	}
-}
-
-// guardHold is a hold of an automation's status as internal/guard knows
-// it.
-func guardHold(h uprevv1.Hold) guard.Hold {
-	return guard.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn}
 }
 
 // gatesNoun lists ReleaseGates: how many policies each gates and how many

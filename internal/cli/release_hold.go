@@ -3,11 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -15,10 +15,10 @@ import (
 )
 
 // releaseHoldLong is the help of `uprev release-hold`.
-const releaseHoldLong = `Releases holds of an UpdateAutomation: the versions it does not write
-because someone reverted them (see 'uprev get holds'). The automation writes
-a released version again at its next run, which the change starts, if its
-policy still selects it.
+var releaseHoldLong = `Releases holds of an UpdateAutomation or of a Flux ImageUpdateAutomation: the
+versions it does not write because someone reverted them (see 'uprev get
+holds'). The automation writes a released version again at its next run,
+which the change starts, if its policy still selects it.
 
 With POLICY (a name in the automation's namespace, or <namespace>/<name>),
 releases that policy's hold; without, every hold the automation reports now.
@@ -26,10 +26,15 @@ Holds are released by adding '<namespace>/<policy> <version>' entries to the
 annotation ` + uprevv1.HoldReleaseAnnotation + `, which keeps the entries there
 already; a later revert of another version holds again.
 
-When AUTOMATION is no UpdateAutomation but Flux's ImageUpdateAutomation, whose
-status has no field for holds (its Ready message counts them, "1 held"; 'uprev
-plan --automation' lists them from a checkout), POLICY and VERSION are
-required: the hold of that version is released.`
+An UpdateAutomation reports its holds in status.holds; an ImageUpdateAutomation,
+whose status has no field for them, in the annotation
+` + uprevv1.HoldsAnnotation + `, which the manager writes after each run and which
+lists at most ` + maxPublishedHoldsText + ` holds. For an ImageUpdateAutomation, POLICY
+and VERSION together release that hold also when the annotation does not
+list it (yet).`
+
+// maxPublishedHoldsText is uprevv1.MaxPublishedHolds as the help says it.
+var maxPublishedHoldsText = strconv.Itoa(uprevv1.MaxPublishedHolds)
 
 // releaseHoldOptions are the flags of `uprev release-hold`.
 type releaseHoldOptions struct {
@@ -68,35 +73,15 @@ func (o *releaseHoldOptions) run(ctx context.Context, opts Options, name, policy
 	if err != nil {
 		return err
 	}
-	key := client.ObjectKey{Namespace: ns, Name: name}
-	var (
-		obj      client.Object
-		resource string
-		holds    []guard.Hold
-	)
-	auto := &uprevv1.UpdateAutomation{}
-	switch err := c.Get(ctx, key, auto); {
-	case err == nil:
-		obj, resource = auto, "updateautomation."+uprevv1.GroupVersion.Group
-		if holds, err = holdsToRelease(auto, policy, version); err != nil {
-			return err
-		}
-	case apierrors.IsNotFound(err):
-		flux := &iacv1.ImageUpdateAutomation{}
-		if err := c.Get(ctx, key, flux); err != nil {
-			if apierrors.IsNotFound(err) {
-				return fmt.Errorf("UpdateAutomation %q not found in namespace %q (nor an ImageUpdateAutomation)", name, ns)
-			}
-			return lookupError(err, iacv1.ImageUpdateAutomationKind, ns, name)
-		}
-		if policy == "" || version == "" {
-			return fmt.Errorf("ImageUpdateAutomation %s/%s reports no holds in its status: name the POLICY and VERSION to release", ns, name)
-		}
-		obj, resource = flux, "imageupdateautomation."+iacv1.GroupVersion.Group
-		holds = []guard.Hold{{Policy: qualifiedPolicy(ns, policy), Version: version}}
-	default:
-		return lookupError(err, uprevv1.UpdateAutomationKind, ns, name)
+	held, err := lookupHeldAutomation(ctx, c, client.ObjectKey{Namespace: ns, Name: name})
+	if err != nil {
+		return err
 	}
+	holds, err := holdsToRelease(held, policy, version)
+	if err != nil {
+		return err
+	}
+	obj := held.Object
 	before := obj.DeepCopyObject().(client.Object)
 	annotations := obj.GetAnnotations()
 	annotation := guard.AddReleases(annotations[uprevv1.HoldReleaseAnnotation], holds...)
@@ -109,11 +94,11 @@ func (o *releaseHoldOptions) run(ctx context.Context, opts Options, name, policy
 		// The optimistic lock keeps an entry someone else adds at the same
 		// time from being lost.
 		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("patching %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, ns, name, err)
+			return fmt.Errorf("patching %s %s/%s: %w", held.Kind, ns, name, err)
 		}
 	}
 	for _, h := range holds {
-		fmt.Fprintf(opts.Out, "%s/%s released %s %s\n", resource, name, h.Policy, h.Version)
+		fmt.Fprintf(opts.Out, "%s/%s released %s %s\n", held.Resource, name, h.Policy, h.Version)
 	}
 	return nil
 }
@@ -127,34 +112,38 @@ func qualifiedPolicy(namespace, policy string) string {
 	return namespace + "/" + policy
 }
 
-// holdsToRelease returns the holds of auto's status on policy (a name in
-// auto's namespace or <namespace>/<name>; all when empty) of version (any
-// when empty), failing when there are none.
-func holdsToRelease(auto *uprevv1.UpdateAutomation, policy, version string) ([]guard.Hold, error) {
+// holdsToRelease returns the holds auto reports on policy (a name in its
+// namespace or <namespace>/<name>; all when empty) of version (any when
+// empty), failing when there are none; but an ImageUpdateAutomation's
+// hold named by policy and version is released also when its annotation
+// does not list it, which lists at most uprevv1.MaxPublishedHolds and is
+// written after a run.
+func holdsToRelease(auto heldAutomation, policy, version string) ([]guard.Hold, error) {
+	ns, name := auto.Object.GetNamespace(), auto.Object.GetName()
 	if policy != "" {
-		policy = qualifiedPolicy(auto.Namespace, policy)
+		policy = qualifiedPolicy(ns, policy)
 	}
 	var holds []guard.Hold
-	for _, h := range auto.Status.Holds {
+	for _, h := range auto.Holds {
 		if (policy == "" || h.Policy == policy) && (version == "" || h.Version == version) {
 			holds = append(holds, guardHold(h))
 		}
 	}
-	if len(holds) > 0 {
+	switch {
+	case len(holds) > 0:
 		return holds, nil
-	}
-	if policy == "" {
-		return nil, fmt.Errorf("UpdateAutomation %s/%s holds nothing", auto.Namespace, auto.Name)
+	case auto.Kind == iacv1.ImageUpdateAutomationKind && policy != "" && version != "":
+		return []guard.Hold{{Policy: policy, Version: version}}, nil
 	}
 	var held []string
-	for _, h := range auto.Status.Holds {
+	for _, h := range auto.Holds {
 		held = append(held, h.Policy+" "+h.Version)
 	}
-	if len(held) == 0 {
-		return nil, fmt.Errorf("UpdateAutomation %s/%s holds nothing", auto.Namespace, auto.Name)
+	if policy == "" || len(held) == 0 {
+		return nil, fmt.Errorf("%s %s/%s holds nothing", auto.Kind, ns, name)
 	}
 	if version != "" {
 		policy += " " + version
 	}
-	return nil, fmt.Errorf("UpdateAutomation %s/%s holds nothing of policy %s (it holds %s)", auto.Namespace, auto.Name, policy, strings.Join(held, ", "))
+	return nil, fmt.Errorf("%s %s/%s holds nothing of policy %s (it holds %s)", auto.Kind, ns, name, policy, strings.Join(held, ", "))
 }

@@ -2,11 +2,8 @@ package cli
 
 import (
 	"testing"
-	"time"
 
-	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/guard"
@@ -48,8 +45,8 @@ func TestReleaseHold(t *testing.T) {
 		g.Expect(releases.Released(guardHold(holds[1]))).To(BeFalse())
 
 		r = uprev(t, "get", "holds", "one", "-n", ns, kubeconfigFlag)
-		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +` + ns + `/agent +1.4.2 +9ab2c3d4e5 +True$`))
-		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +` + ns + `/app +2.1.0 +1234567890 +False$`))
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +UpdateAutomation +` + ns + `/agent +1.4.2 +9ab2c3d4e5 +True$`))
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +UpdateAutomation +` + ns + `/app +2.1.0 +1234567890 +False$`))
 
 		// Again: nothing to add, the same answer.
 		r = uprev(t, "release-hold", "one", ns+"/agent", "-n", ns, kubeconfigFlag)
@@ -87,23 +84,40 @@ func TestReleaseHold(t *testing.T) {
 	})
 
 	// Flux's ImageUpdateAutomation has no status field for holds: the
-	// policy and version are named, and the same annotation releases them.
+	// manager publishes them in an annotation, which release-hold reads as
+	// it reads an UpdateAutomation's status; the same annotation releases
+	// them.
 	t.Run("Flux ImageUpdateAutomation", func(t *testing.T) {
 		g := NewWithT(t)
-		flux := &iacv1.ImageUpdateAutomation{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-system", Annotations: map[string]string{uprevv1.HoldReleaseAnnotation: ns + "/app 2.1.0"}},
-			Spec: iacv1.ImageUpdateAutomationSpec{
-				SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
-				Interval:  metav1.Duration{Duration: time.Hour},
-			},
-		}
+		flux := newFluxAutomation(ns, "flux-system", holds[0], holds[1])
+		flux.Annotations[uprevv1.HoldReleaseAnnotation] = ns + "/app 2.1.0"
 		createWithStatus(t, flux)
-		r := uprev(t, "release-hold", "flux-system", "agent", "1.4.2", "-n", ns, kubeconfigFlag)
+		r := uprev(t, "release-hold", "flux-system", "agent", "-n", ns, kubeconfigFlag)
 		g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system released " + ns + "/agent 1.4.2\n"}))
 		get(t, flux)
 		g.Expect(flux.Annotations).To(HaveKeyWithValue(uprevv1.HoldReleaseAnnotation, ns+"/app 2.1.0, "+ns+"/agent 1.4.2"))
-		r = uprev(t, "release-hold", "flux-system", "agent", "-n", ns, kubeconfigFlag)
-		g.Expect(r).To(Equal(result{code: 1, stderr: "uprev release-hold: ImageUpdateAutomation " + ns + "/flux-system reports no holds in its status: name the POLICY and VERSION to release\n"}))
+		g.Expect(flux.Annotations).To(HaveKey(uprevv1.HoldsAnnotation), "the published holds stay until the next run")
+
+		r = uprev(t, "get", "holds", "flux-system", "-n", ns, kubeconfigFlag)
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +` + ns + `/agent +1.4.2 +9ab2c3d4e5 +True$`))
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +` + ns + `/app +2.1.0 +1234567890 +True$`))
+
+		r = uprev(t, "release-hold", "flux-system", "-n", ns, kubeconfigFlag)
+		g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system released " + ns + "/agent 1.4.2\n" +
+			"imageupdateautomation.image.toolkit.fluxcd.io/flux-system released " + ns + "/app 2.1.0\n"}))
+
+		// A hold the annotation does not list (yet, or past its bound),
+		// named with its version, is released all the same.
+		r = uprev(t, "release-hold", "flux-system", "kms", "3.0.0", "-n", ns, kubeconfigFlag)
+		g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system released " + ns + "/kms 3.0.0\n"}))
+		get(t, flux)
+		g.Expect(flux.Annotations).To(HaveKeyWithValue(uprevv1.HoldReleaseAnnotation, ns+"/app 2.1.0, "+ns+"/agent 1.4.2, "+ns+"/kms 3.0.0"))
+		r = uprev(t, "release-hold", "flux-system", "kms", "-n", ns, kubeconfigFlag)
+		g.Expect(r).To(Equal(result{code: 1, stderr: "uprev release-hold: ImageUpdateAutomation " + ns + "/flux-system holds nothing of policy " + ns + "/kms (it holds " + ns + "/agent 1.4.2, " + ns + "/app 2.1.0)\n"}))
+
+		createWithStatus(t, newFluxAutomation(ns, "flux-empty"))
+		r = uprev(t, "release-hold", "flux-empty", "-n", ns, kubeconfigFlag)
+		g.Expect(r).To(Equal(result{code: 1, stderr: "uprev release-hold: ImageUpdateAutomation " + ns + "/flux-empty holds nothing\n"}))
 	})
 
 	t.Run("errors", func(t *testing.T) {

@@ -19,9 +19,11 @@ import (
 	"strings"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -43,7 +45,8 @@ type Page struct {
 	Fleet fleet.Table
 	// Rollouts are the Syncs' rollouts.
 	Rollouts []fleet.Rollout
-	// Automations are the UpdateAutomations.
+	// Automations are the UpdateAutomations and Flux's
+	// ImageUpdateAutomations.
 	Automations []Automation
 	// Histories are the components' histories, in the fleet's row order.
 	Histories []History
@@ -53,9 +56,12 @@ type Page struct {
 	HistoryKept string
 }
 
-// Automation is what one UpdateAutomation did and holds.
+// Automation is what one UpdateAutomation or Flux ImageUpdateAutomation
+// did and holds.
 type Automation struct {
-	// Namespace and Name are the UpdateAutomation's.
+	// Kind is UpdateAutomation or ImageUpdateAutomation.
+	Kind string
+	// Namespace and Name are the automation's.
 	Namespace string
 	Name      string
 	// Ready and Status are its Ready condition's status and message.
@@ -68,9 +74,15 @@ type Automation struct {
 	Commits []Event
 	// PullRequest is the pull request of its push branch, if any.
 	PullRequest *uprevv1.PullRequestStatus
-	// Holds are the versions it does not write because of a revert.
+	// Holds are the versions it does not write because of a revert: an
+	// UpdateAutomation's status.holds, or what the manager publishes in
+	// an ImageUpdateAutomation's annotation uprevv1.HoldsAnnotation.
 	Holds []Hold
-	// RefusedDowngrades are the changes it does not make.
+	// HoldsOmitted counts the holds an ImageUpdateAutomation's annotation
+	// does not list (past uprevv1.MaxPublishedHolds).
+	HoldsOmitted int
+	// RefusedDowngrades are the changes it does not make (an
+	// UpdateAutomation's; Flux's status has no field for them).
 	RefusedDowngrades []uprevv1.RefusedDowngrade
 	// Policies are the versions of its policies it last saw, by policy.
 	Policies []ObservedPolicy
@@ -132,6 +144,9 @@ type HistoryEntry struct {
 type Inputs struct {
 	// Fleet are the objects of the fleet read model.
 	Fleet fleet.Inputs
+	// FluxAutomations are Flux's ImageUpdateAutomations, which uprev
+	// serves.
+	FluxAutomations []iacv1.ImageUpdateAutomation
 	// Events are the Events of the namespace shown.
 	Events []eventsv1.Event
 	// Errors are what could not be read.
@@ -149,6 +164,12 @@ func Load(ctx context.Context, c client.Reader, namespace string, now time.Time)
 	}
 	f.Now = now
 	in.Fleet = f
+	var flux iacv1.ImageUpdateAutomationList
+	// Without Flux's kind installed there are none to show.
+	if err := c.List(ctx, &flux, client.InNamespace(namespace)); err != nil && !apimeta.IsNoMatchError(err) {
+		in.Errors = append(in.Errors, fmt.Sprintf("listing ImageUpdateAutomations: %v", err))
+	}
+	in.FluxAutomations = flux.Items
 	var events eventsv1.EventList
 	if err := c.List(ctx, &events, client.InNamespace(namespace)); err != nil {
 		in.Errors = append(in.Errors, fmt.Sprintf("listing Events (the histories show status only): %v", err))
@@ -163,20 +184,21 @@ func Build(in Inputs, scope string) Page {
 	table := fleet.Build(in.Fleet)
 	rollouts := fleet.Rollouts(in.Fleet.Syncs)
 	events := eventsOf(in.Events)
+	automations, errs := automationsOf(in.Fleet.Automations, in.FluxAutomations, events)
 	return Page{
 		Scope:       scope,
 		Now:         in.Fleet.Now,
 		Fleet:       table,
 		Rollouts:    rollouts,
-		Automations: automationsOf(in.Fleet.Automations, events),
+		Automations: automations,
 		Histories:   historiesOf(table, rollouts, events),
-		Errors:      in.Errors,
+		Errors:      append(slices.Clone(in.Errors), errs...),
 		HistoryKept: HistoryKept,
 	}
 }
 
 // uprevKinds are the kinds whose Events the page shows.
-var uprevKinds = []string{uprevv1.SyncKind, uprevv1.UpdateAutomationKind, "ImagePolicy", "ImageRepository", "ReleaseGate"}
+var uprevKinds = []string{uprevv1.SyncKind, uprevv1.UpdateAutomationKind, iacv1.ImageUpdateAutomationKind, "ImagePolicy", "ImageRepository", "ReleaseGate"}
 
 // eventsOf returns the Events about uprev's kinds, newest first.
 func eventsOf(list []eventsv1.Event) []Event {
@@ -212,45 +234,69 @@ func eventTime(e eventsv1.Event) time.Time {
 	}
 }
 
-// pushedReason is the reason of the Event an UpdateAutomation records
-// for each commit it pushes (controllers/updateautomation_controller.go).
+// pushedReason is the reason of the Event an automation of either kind
+// records for each commit it pushes
+// (controllers/updateautomation_controller.go).
 const pushedReason = "Pushed"
 
-// automationsOf returns the automations' views, by namespace and name.
-func automationsOf(autos []uprevv1.UpdateAutomation, events []Event) []Automation {
-	sorted := slices.Clone(autos)
-	slices.SortFunc(sorted, func(a, b uprevv1.UpdateAutomation) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
-	views := make([]Automation, 0, len(sorted))
-	for _, a := range sorted {
+// automationsOf returns the views of the UpdateAutomations and of Flux's
+// ImageUpdateAutomations, by namespace, name and kind, and what could not
+// be read of them.
+func automationsOf(autos []uprevv1.UpdateAutomation, flux []iacv1.ImageUpdateAutomation, events []Event) ([]Automation, []string) {
+	views := make([]Automation, 0, len(autos)+len(flux))
+	for _, a := range autos {
 		v := Automation{
-			Namespace: a.Namespace, Name: a.Name,
+			Kind: uprevv1.UpdateAutomationKind, Namespace: a.Namespace, Name: a.Name,
 			LastPushCommit:    a.Status.LastPushCommit,
 			PullRequest:       a.Status.PullRequest,
 			RefusedDowngrades: a.Status.RefusedDowngrades,
 		}
-		if c := apimeta.FindStatusCondition(a.Status.Conditions, meta.ReadyCondition); c != nil {
-			v.Ready, v.Status = string(c.Status), c.Message
-		}
-		if t := a.Status.LastPushTime; t != nil {
-			v.LastPushTime = &t.Time
-		}
-		for _, e := range events {
-			if e.Kind == uprevv1.UpdateAutomationKind && e.Namespace == a.Namespace && e.Object == a.Name && e.Reason == pushedReason {
-				v.Commits = append(v.Commits, e)
-			}
-		}
-		for _, h := range a.Status.Holds {
-			v.Holds = append(v.Holds, Hold{Hold: h, Release: releaseCommand(a.Namespace, a.Name, h.Policy)})
-		}
-		for name, ref := range a.Status.ObservedPolicies {
-			v.Policies = append(v.Policies, ObservedPolicy{Policy: name, ImageRef: ref})
-		}
-		slices.SortFunc(v.Policies, func(x, y ObservedPolicy) int { return strings.Compare(x.Policy, y.Policy) })
+		v.read(a.Status.Conditions, a.Status.LastPushTime, a.Status.Holds, a.Status.ObservedPolicies, events)
 		views = append(views, v)
 	}
-	return views
+	var errs []string
+	for _, a := range flux {
+		v := Automation{Kind: iacv1.ImageUpdateAutomationKind, Namespace: a.Namespace, Name: a.Name, LastPushCommit: a.Status.LastPushCommit}
+		published, err := uprevv1.DecodeHolds(a.Annotations[uprevv1.HoldsAnnotation])
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s %s/%s: %v", v.Kind, a.Namespace, a.Name, err))
+		}
+		v.HoldsOmitted = published.Omitted
+		observed := make(map[string]uprevv1.ImageRef, len(a.Status.ObservedPolicies))
+		for name, ref := range a.Status.ObservedPolicies {
+			observed[name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}
+		}
+		v.read(a.Status.Conditions, a.Status.LastPushTime, published.Holds, observed, events)
+		views = append(views, v)
+	}
+	slices.SortFunc(views, func(a, b Automation) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
+	})
+	return views, errs
+}
+
+// read fills in what both kinds of automation report alike: readiness,
+// the last push's time, the commits (Pushed Events about it), the holds
+// with their release commands and the versions last seen.
+func (v *Automation) read(conditions []metav1.Condition, pushed *metav1.Time, holds []uprevv1.Hold, observed map[string]uprevv1.ImageRef, events []Event) {
+	if c := apimeta.FindStatusCondition(conditions, meta.ReadyCondition); c != nil {
+		v.Ready, v.Status = string(c.Status), c.Message
+	}
+	if pushed != nil {
+		v.LastPushTime = &pushed.Time
+	}
+	for _, e := range events {
+		if e.Kind == v.Kind && e.Namespace == v.Namespace && e.Object == v.Name && e.Reason == pushedReason {
+			v.Commits = append(v.Commits, e)
+		}
+	}
+	for _, h := range holds {
+		v.Holds = append(v.Holds, Hold{Hold: h, Release: releaseCommand(v.Namespace, v.Name, h.Policy)})
+	}
+	for name, ref := range observed {
+		v.Policies = append(v.Policies, ObservedPolicy{Policy: name, ImageRef: ref})
+	}
+	slices.SortFunc(v.Policies, func(x, y ObservedPolicy) int { return strings.Compare(x.Policy, y.Policy) })
 }
 
 // releaseCommand is the command that releases an automation's hold on

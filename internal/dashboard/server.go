@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -130,7 +131,7 @@ func (s *Server) localHost(host string) bool {
 // ctx ends.
 func (s *Server) Run(ctx context.Context) {
 	for _, list := range []client.ObjectList{
-		&uprevv1.SyncList{}, &uprevv1.SyncTargetList{}, &uprevv1.UpdateAutomationList{}, &uprevv1.ReleaseGateList{},
+		&uprevv1.SyncList{}, &uprevv1.SyncTargetList{}, &uprevv1.UpdateAutomationList{}, &iacv1.ImageUpdateAutomationList{}, &uprevv1.ReleaseGateList{},
 		&imagev1.ImagePolicyList{}, &imagev1.ImageRepositoryList{}, &eventsv1.EventList{},
 	} {
 		go s.watch(ctx, list)
@@ -281,13 +282,14 @@ func writeEvent(w http.ResponseWriter, data []byte) error {
 // objectKinds are the kinds /object/ shows, by kind name: those the page
 // reads, and no other (no Secret, whatever the user may read).
 var objectKinds = map[string]schema.GroupVersionKind{
-	uprevv1.SyncKind:             uprevv1.GroupVersion.WithKind(uprevv1.SyncKind),
-	uprevv1.SyncTargetKind:       uprevv1.GroupVersion.WithKind(uprevv1.SyncTargetKind),
-	uprevv1.UpdateAutomationKind: uprevv1.GroupVersion.WithKind(uprevv1.UpdateAutomationKind),
-	"ReleaseGate":                uprevv1.GroupVersion.WithKind("ReleaseGate"),
-	imagev1.ImagePolicyKind:      imagev1.GroupVersion.WithKind(imagev1.ImagePolicyKind),
-	imagev1.ImageRepositoryKind:  imagev1.GroupVersion.WithKind(imagev1.ImageRepositoryKind),
-	"Event":                      eventsv1.SchemeGroupVersion.WithKind("Event"),
+	uprevv1.SyncKind:                uprevv1.GroupVersion.WithKind(uprevv1.SyncKind),
+	uprevv1.SyncTargetKind:          uprevv1.GroupVersion.WithKind(uprevv1.SyncTargetKind),
+	uprevv1.UpdateAutomationKind:    uprevv1.GroupVersion.WithKind(uprevv1.UpdateAutomationKind),
+	iacv1.ImageUpdateAutomationKind: iacv1.GroupVersion.WithKind(iacv1.ImageUpdateAutomationKind),
+	"ReleaseGate":                   uprevv1.GroupVersion.WithKind("ReleaseGate"),
+	imagev1.ImagePolicyKind:         imagev1.GroupVersion.WithKind(imagev1.ImagePolicyKind),
+	imagev1.ImageRepositoryKind:     imagev1.GroupVersion.WithKind(imagev1.ImageRepositoryKind),
+	"Event":                         eventsv1.SchemeGroupVersion.WithKind("Event"),
 }
 
 // serveObject serves one object as YAML, as `kubectl get -o yaml` prints

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
@@ -45,7 +46,7 @@ func runSuite(m *testing.M) int {
 	// The kinds the page reads (the manager's scheme is the controllers',
 	// which an engine's tests do not import).
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, imagev1.AddToScheme, uprevv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, imagev1.AddToScheme, iacv1.AddToScheme, uprevv1.AddToScheme} {
 		if err = add(scheme); err != nil {
 			break
 		}
@@ -300,6 +301,78 @@ func TestLiveUpdates(t *testing.T) {
 		Components: []uprevv1.AppliedComponent{{Image: "registry.example.com/acme/agent", Tag: "1.1.0", Digest: digest110}}}
 	g.Expect(k8s.Status().Update(t.Context(), sync)).To(Succeed())
 	g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(us1("up-to-date"))))
+}
+
+// TestFluxAutomations: Flux's ImageUpdateAutomations are shown next to
+// the UpdateAutomations: their last push and commits, the versions they
+// last saw, and the holds the manager publishes in their annotation with
+// the command that releases each; a hold published later reaches an open
+// page live.
+func TestFluxAutomations(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace("flux")
+	createFleet(t, ns)
+	pushed := metav1.NewTime(time.Now().Add(-time.Minute))
+	flux := &iacv1.ImageUpdateAutomation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-system"},
+		Spec: iacv1.ImageUpdateAutomationSpec{
+			SourceRef: iacv1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "flux-system"},
+			Interval:  metav1.Duration{Duration: time.Hour},
+		},
+		Status: iacv1.ImageUpdateAutomationStatus{
+			LastPushCommit: "feed000000111122223333444455556666777788", LastPushTime: &pushed,
+			ObservedPolicies: iacv1.ObservedPolicies{"agent": {Name: "registry.example.com/acme/agent", Tag: "1.1.0"}},
+			Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason,
+				Message: "pushed feed000000 to main", LastTransitionTime: pushed}},
+		},
+	}
+	createWithStatus(t, flux)
+	g.Expect(k8s.Create(t.Context(), &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flux-system.1"},
+		EventTime:  metav1.NewMicroTime(pushed.Time),
+		Type:       corev1.EventTypeNormal, Reason: "Pushed", Action: "Push",
+		Note:                "Pushed commit feed000000 to main: agent 1.0.0 --> 1.1.0",
+		Regarding:           corev1.ObjectReference{Kind: iacv1.ImageUpdateAutomationKind, Namespace: ns, Name: "flux-system"},
+		ReportingController: "uprev", ReportingInstance: "uprev-1",
+	})).To(Succeed())
+	ts := startServer(t, ns)
+
+	code, page := get(t, ts, "/", "")
+	g.Expect(code).To(Equal(http.StatusOK), page)
+	g.Expect(page).To(ContainSubstring(`<article class="automation" data-kind="ImageUpdateAutomation" data-automation="` + ns + `/flux-system">`))
+	g.Expect(page).To(ContainSubstring(`<a href="/object/ImageUpdateAutomation/` + ns + `/flux-system">ImageUpdateAutomation ` + ns + `/flux-system</a>`))
+	g.Expect(page).To(ContainSubstring(`<a href="/object/Event/` + ns + `/flux-system.1">Pushed commit feed000000 to main: agent 1.0.0 --&gt; 1.1.0</a>`))
+	g.Expect(page).To(ContainSubstring(`">agent: registry.example.com/acme/agent:<span class="version" title="1.1.0">1.1.0</span></a>`))
+	g.Expect(page).To(ContainSubstring(`<code>uprev release-hold fleet web -n `+ns+`</code>`), "the UpdateAutomation's hold, as before")
+	g.Expect(strings.Index(page, `data-automation="`+ns+`/fleet"`)).To(BeNumerically("<", strings.Index(page, `data-automation="`+ns+`/flux-system"`)), "by name")
+	code, body := get(t, ts, "/object/ImageUpdateAutomation/"+ns+"/flux-system", "")
+	g.Expect(code).To(Equal(http.StatusOK))
+	g.Expect(body).To(HavePrefix("# kubectl get imageupdateautomation.image.toolkit.fluxcd.io flux-system -n " + ns + " -o yaml\n"))
+
+	// The manager publishes a hold: the open page shows it.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/events", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := ts.Client().Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	events := make(chan string)
+	go readEvents(resp.Body, events)
+	g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(`data-automation="` + ns + `/flux-system"`)))
+	var many []uprevv1.Hold
+	for i := range uprevv1.MaxPublishedHolds + 3 {
+		many = append(many, uprevv1.Hold{Policy: fmt.Sprintf("%s/p%03d", ns, i), Version: "2.0.0", RevertedIn: revert})
+	}
+	holds := []uprevv1.Hold{{Policy: ns + "/agent", Version: "1.2.0", RevertedIn: revert}}
+	for _, published := range [][]uprevv1.Hold{holds, many} {
+		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(flux), flux)).To(Succeed())
+		flux.Annotations = map[string]string{uprevv1.HoldsAnnotation: uprevv1.EncodeHolds(published)}
+		g.Expect(k8s.Update(t.Context(), flux)).To(Succeed())
+		if len(published) == 1 {
+			g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(
+				`<li class="hold" data-policy="` + ns + `/agent"><a href="/object/ImageUpdateAutomation/` + ns + `/flux-system">` + ns + `/agent 1.2.0</a> is held: reverted in <span title="` + revert + `">9ab2c3d4e5f6</span>. Release it with <code>uprev release-hold flux-system agent -n ` + ns + `</code></li>`)))
+		}
+	}
+	g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(`<li class="hold">3 more held, not listed: the annotation lists the first ones only</li>`)))
 }
 
 // readEvents sends the data of each server-sent event of r to events.

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
@@ -43,9 +44,12 @@ func fluxBinary(t *testing.T) string {
 	return bin
 }
 
-// cli runs one Flux CLI against one cluster, in one namespace.
+// cli runs one Flux CLI (or, with uprev set, uprev's) against one
+// cluster, in one namespace.
 type cli struct {
 	bin, kubeconfig, namespace string
+	// uprev says bin is uprev's CLI, which takes no --timeout.
+	uprev bool
 }
 
 // run runs flux with args and returns its combined output and exit code.
@@ -53,7 +57,10 @@ func (c cli) run(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	args = append(args, "--namespace="+c.namespace, "--timeout=1m")
+	args = append(args, "--namespace="+c.namespace)
+	if !c.uprev {
+		args = append(args, "--timeout=1m")
+	}
 	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig, "HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
@@ -232,7 +239,8 @@ func TestFluxCLIOnImageUpdateAutomation(t *testing.T) {
 	ctx := context.Background()
 	bin := fluxBinary(t)
 	c := manager.StartCluster(t)
-	manager.Start(t, manager.Build(t), c.KubeConfigPath, t.TempDir(), "--controllers=image,automation")
+	uprevBin := manager.Build(t)
+	manager.Start(t, uprevBin, c.KubeConfigPath, t.TempDir(), "--controllers=image,automation")
 	reg := registry.Start(t)
 	reg.PushTags(t, "stefanprodan/podinfo", "5.0.0")
 	image := reg.Image("stefanprodan/podinfo")
@@ -333,6 +341,32 @@ spec:
 		}).Should(Succeed())
 		g.Expect(auto.Status.LastHandledReconcileAt).NotTo(BeEmpty())
 		g.Expect(git.ReadFile(t, "fleet", "main", "clusters/my-cluster/podinfo.yaml")).To(ContainSubstring(image + ":5.1.0 #"))
+	})
+
+	// A person reverts the commit: uprev holds the version, publishes the
+	// hold in an annotation that uprev's CLI reads, and Flux's CLI goes on
+	// reading the object as before; released with uprev's CLI, the version
+	// is written again and the published hold goes.
+	t.Run("revert holds", func(t *testing.T) {
+		g := NewWithT(t)
+		pushed := getAuto(g).Status.LastPushCommit
+		git.Revert(t, "fleet", "main", pushed)
+		out := flux.mustRun(t, "reconcile", "image", "update", "flux-system")
+		g.Expect(out).To(ContainSubstring("1 held"))
+		g.Expect(getAuto(g).Annotations).To(HaveKey(uprevv1.HoldsAnnotation))
+		g.Expect(flux.mustRun(t, "get", "image", "update")).To(MatchRegexp(`flux-system\s+\S+\s+False\s+True\s+no change.*1 held`))
+		uprev := cli{bin: uprevBin, kubeconfig: c.KubeConfigPath, namespace: ns, uprev: true}
+		g.Expect(uprev.mustRun(t, "get", "holds")).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +flux-system/podinfo +5\.1\.0 +[0-9a-f]{10} +False$`))
+
+		g.Expect(uprev.mustRun(t, "release-hold", "flux-system")).To(ContainSubstring("imageupdateautomation.image.toolkit.fluxcd.io/flux-system released flux-system/podinfo 5.1.0\n"))
+		g.Eventually(func(g Gomega) {
+			g.Expect(getAuto(g).Status.LastPushCommit).NotTo(Equal(pushed))
+			g.Expect(auto.Annotations).NotTo(HaveKey(uprevv1.HoldsAnnotation))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		g.Expect(git.ReadFile(t, "fleet", "main", "clusters/my-cluster/podinfo.yaml")).To(ContainSubstring(image + ":5.1.0 #"))
+		out, code := uprev.run(t, "get", "holds")
+		g.Expect(code).To(Equal(0), out)
+		g.Expect(out).To(ContainSubstring("No holds found in namespace flux-system.\n"))
 	})
 
 	t.Run("suspend and resume", func(t *testing.T) {
