@@ -565,10 +565,25 @@ const maxTargetMessage = 4096
 func (r *SyncReconciler) recordTarget(run *syncRun, rec *targetRecord, res targetResult) {
 	s := run.sync
 	ts := &rec.obj.Status
-	ts.LastAttemptedRevision = run.revision
 	if res.result.Inventory != nil {
 		setInventory(ts, res.result.Inventory)
 	}
+	if res.result.Changed() {
+		r.Events.Eventf(s, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s to %s: %s",
+			run.revision, res.target.Name, changeSummary(res.result))
+	}
+	if errors.Is(res.err, apply.ErrWaitCancelled) {
+		// No outcome: the run queued already applies the target again and
+		// waits anew. Recording the revision as attempted would show the
+		// target as failed, and count it against maxFailures, meanwhile.
+		// Health on the applied revision stays; a new one is not healthy yet.
+		if ts.LastAppliedRevision != run.revision {
+			ts.Healthy, ts.HealthySince = false, nil
+		}
+		ts.Message = cutMessage(res.err.Error(), maxTargetMessage)
+		return
+	}
+	ts.LastAttemptedRevision = run.revision
 	ts.Healthy = res.result.Health == apply.HealthHealthy
 	ts.HealthySince = healthySince(ts.HealthySince, ts.LastAppliedRevision, run.revision, ts.Healthy && res.err == nil, r.Clock.Now())
 	if res.err != nil {
@@ -585,10 +600,6 @@ func (r *SyncReconciler) recordTarget(run *syncRun, rec *targetRecord, res targe
 		ts.LastAppliedRevision = run.revision
 		ts.Components, ts.ComponentsOmitted = appliedComponents(run.objects, res.result, s.Namespace)
 		ts.Message = fmt.Sprintf("applied %d objects", len(res.result.Inventory))
-	}
-	if res.result.Changed() {
-		r.Events.Eventf(s, nil, corev1.EventTypeNormal, "Applied", "Apply", "%s to %s: %s",
-			run.revision, res.target.Name, changeSummary(res.result))
 	}
 }
 

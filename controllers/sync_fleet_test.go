@@ -100,7 +100,7 @@ func TestFleetViewFollowsARolloutInWaves(t *testing.T) {
 	srv := gitserver.Start(t)
 	v1, v2 := "ghcr.io/acme/web:1.0.0@"+webDigest1, "ghcr.io/acme/web:1.1.0@"+webDigest2
 	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/web.yaml": deployment(ns, "web", v1)})
-	s := newSync(t, ns, url, "app", inWaves(time.Minute))
+	s := newSync(t, ns, url, "app", inWaves(10*time.Minute))
 	markWebAvailable(t, rc.euC, ns, v1)
 	markWebAvailable(t, rc.usC, ns, v1)
 	waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "eu-1", "us-1")

@@ -347,7 +347,7 @@ func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
 	ns, rc := twoRemoteTargets(t)
 	srv := gitserver.Start(t)
 	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/web.yaml": deployment(ns, "web", "ghcr.io/acme/web:1.0.0")})
-	s := newSync(t, ns, url, "app", inWaves(time.Minute))
+	s := newSync(t, ns, url, "app", inWaves(10*time.Minute))
 
 	// The first wave's Deployment exists but is not healthy yet; the second
 	// wave must not have been touched.

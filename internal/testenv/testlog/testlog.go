@@ -16,7 +16,7 @@ import (
 )
 
 // tailBytes bounds what a failed suite prints of the log.
-const tailBytes = 16 << 10
+const tailBytes = 8 << 10
 
 // Log is the manager log of one test suite.
 type Log struct {
