@@ -359,7 +359,10 @@ func (o *getOptions) watchRows(ctx context.Context, opts Options, c client.WithW
 			continue
 		}
 		t, err := n.Read(ctx, c, Query{Namespace: obj.GetNamespace(), Names: []string{obj.GetName()}, Now: opts.Clock.Now()})
-		if err != nil {
+		switch {
+		case ctx.Err() != nil: // interrupted while reading
+			return nil
+		case err != nil:
 			fmt.Fprintf(opts.ErrOut, "%v\n", err) // deleted since, most likely
 			continue
 		}

@@ -17,6 +17,7 @@ func sourcesNoun() Noun {
 		Name:    "sources",
 		Aliases: []string{"source", "releasesources", "releasesource"},
 		Short:   "List ReleaseSources and the version each selects",
+		Watches: func() client.ObjectList { return &uprevv1.ReleaseSourceList{} },
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
 			var list uprevv1.ReleaseSourceList
 			sources, err := readObjects[uprevv1.ReleaseSource](ctx, c, uprevv1.GroupVersion.WithKind(uprevv1.ReleaseSourceKind), &list, &list.Items, q)

@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/syncbuf"
 )
 
 // TestGetSources shows ReleaseSources: their kind, the selected version
@@ -64,6 +69,28 @@ func TestGetSources(t *testing.T) {
 			g.Expect(uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)).To(Equal(result{stdout: tc.want}))
 		})
 	}
+	t.Run("watch", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		var stdout, stderr syncbuf.Buffer
+		done := make(chan int)
+		go func() {
+			done <- Execute(ctx, []string{"get", "sources", "-w", "-n", ns, kubeconfigFlag}, Options{
+				IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &stdout, ErrOut: &stderr},
+				Clock:     clocktesting.NewFakeClock(now),
+			})
+		}()
+		g.Eventually(stdout.String).Should(MatchRegexp(`^NAME .*\nkubernetes .*\npodinfo .*\n$`))
+		podinfo := &uprevv1.ReleaseSource{}
+		podinfo.Namespace, podinfo.Name = ns, "podinfo"
+		get(t, podinfo)
+		podinfo.Spec.Suspend = true
+		g.Expect(k8s.Update(t.Context(), podinfo)).To(Succeed())
+		g.Eventually(stdout.String).Should(MatchRegexp(`\npodinfo +helm .*\n$`), "the changed source's row")
+		cancel()
+		g.Eventually(done).Should(Receive(Equal(0)))
+		g.Expect(stderr.String()).To(BeEmpty())
+	})
 	t.Run("nothing", func(t *testing.T) {
 		NewWithT(t).Expect(uprev(t, "get", "sources", "-n", "no-such-namespace", kubeconfigFlag)).
 			To(Equal(result{stderr: "No sources found in namespace no-such-namespace.\n"}))
