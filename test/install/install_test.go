@@ -223,6 +223,9 @@ func TestInstallDefault(t *testing.T) {
 				tc.attrs.Verb, tc.attrs.Group, tc.attrs.Resource, tc.attrs.Subresource, tc.attrs.Namespace, sar.Status.Allowed, sar.Status.Reason)
 		}
 	})
+
+	// The quickstart on kind or k3d, but for the container runtime.
+	t.Run("ManagerRunsAsThePod", func(t *testing.T) { managerRunsAsThePod(t, c, withScheme(t, c)) })
 }
 
 // sameLines returns the lines of out that match re, joined as out is, so
