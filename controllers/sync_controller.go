@@ -286,6 +286,7 @@ func (r *SyncReconciler) finish(ctx context.Context, run *syncRun) error {
 			}
 			delete(run.records, name)
 		}
+		r.appliers.retain(client.ObjectKeyFromObject(s), current)
 		s.Status.Steps = stepCounts(run.waves, s.Status.Steps, s.Status.LastAttemptedRevision, run.status)
 	}
 	return nil
@@ -548,9 +549,12 @@ func (r *SyncReconciler) applyOptions(s *uprevv1.Sync, target uprevv1.Target) ap
 // applier returns the Applier of a target: the local cluster, or the one
 // the target's kubeconfig Secret reaches. Appliers are kept per target and
 // kubeconfig content, so a kubeconfig is checked once, before its first
-// use, and again when it changes.
+// use, and again when it changes; targets that reach one API server with
+// one kubeconfig connection (kubeconfig.ConnectionKey: server, CA and
+// every credential field) share one Applier, never targets of different
+// credentials.
 func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target uprevv1.Target) (*apply.Applier, error) {
-	key, data := "local", []byte(nil)
+	key, data := localConnection, []byte(nil)
 	if ref := target.KubeConfig; ref != nil {
 		secret, err := secretData(ctx, r.Client, s.Namespace, ref.SecretRef.Name)
 		if err != nil {
@@ -567,18 +571,20 @@ func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target up
 	if a, ok := r.appliers.get(syncKey, target.Name, key); ok {
 		return a, nil
 	}
-	config := r.LocalConfig
+	config, conn := r.LocalConfig, localConnection
 	if data != nil {
 		var err error
 		if config, err = kubeconfig.RESTConfig(data, r.KubeConfig); err != nil {
 			return nil, stalledf(uprevv1.KubeConfigRefusedReason, "secret %s/%s: %w", s.Namespace, target.KubeConfig.SecretRef.Name, err)
 		}
+		if conn, err = kubeconfig.ConnectionKey(data); err != nil {
+			return nil, stalledf(uprevv1.KubeConfigRefusedReason, "secret %s/%s: %w", s.Namespace, target.KubeConfig.SecretRef.Name, err)
+		}
 	}
-	a, err := apply.NewApplier(config)
+	a, err := r.appliers.put(syncKey, target.Name, key, conn, func() (*apply.Applier, error) { return apply.NewApplier(config) })
 	if err != nil {
 		return nil, fmt.Errorf("connecting to target %s: %w", target.Name, err)
 	}
-	r.appliers.put(syncKey, target.Name, key, a)
 	return a, nil
 }
 
