@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,5 +162,31 @@ func TestControlPlaneInitialized(t *testing.T) {
 			got, _ := controlPlaneInitialized(c)
 			NewWithT(t).Expect(got).To(Equal(tc.want))
 		})
+	}
+}
+
+// TestSyncTargetTakesOneOfNameSelectorAndClusterSelector: the API server
+// refuses a target that is two of them, or a clusterSelector with a
+// kubeConfig.
+func TestSyncTargetTakesOneOfNameSelectorAndClusterSelector(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	prod := &uprevv1.TargetSelector{MatchLabels: map[string]string{"fleet": "prod"}}
+	for _, target := range []uprevv1.Target{
+		{Name: "eu", ClusterSelector: prod},
+		{Selector: prod, ClusterSelector: prod},
+		{ClusterSelector: prod, KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu")}},
+	} {
+		s := &uprevv1.Sync{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+			Spec: uprevv1.SyncSpec{
+				Interval: metav1.Duration{Duration: time.Hour},
+				Git:      uprevv1.GitSource{URL: "https://git.example.com/fleet.git", Ref: uprevv1.GitRef{Branch: "main"}},
+				Targets:  []uprevv1.Target{target},
+			},
+		}
+		g.Expect(k8s.Create(context.Background(), s)).To(MatchError(Or(
+			ContainSubstring("a target has one of name, selector and clusterSelector"),
+			ContainSubstring("kubeConfig goes with a name"))))
 	}
 }
