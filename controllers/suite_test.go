@@ -63,7 +63,9 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c, err := cluster.Start()
+	// A management cluster: Syncs select Cluster API Clusters here. The
+	// suites of test/ run the manager on clusters without Cluster API.
+	c, err := cluster.StartWithClusterAPI()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -96,6 +97,15 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 	if r.pushes != nil {
 		b = b.WatchesRawSource(source.Channel(r.pushes.events, r.waits.cancelAndEnqueue()))
 	}
+	clusters, ok, err := clusterWatch(mgr.GetRESTMapper())
+	if err != nil {
+		return fmt.Errorf("setting up the Sync controller: %w", err)
+	}
+	if ok {
+		b = b.Watches(clusters, handler.EnqueueRequestsFromMapFunc(r.syncsSelectingCluster), builder.WithPredicates(clusterChanged))
+	} else {
+		mgr.GetLogger().Info("Cluster API is not installed: Syncs read Clusters at their interval only")
+	}
 	return b.Complete(r)
 }
 
@@ -138,8 +148,11 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 
 // syncRun is the state one reconcile's phases share.
 type syncRun struct {
-	sync     *uprevv1.Sync
-	waves    [][]uprevv1.Target
+	sync  *uprevv1.Sync
+	waves [][]uprevv1.Target
+	// pending are the targets whose Cluster is not ready to be applied
+	// to: outside the waves, with a record saying why.
+	pending  []pendingTarget
 	revision string
 	objects  []*unstructured.Unstructured
 	// done counts the waves on the revision and healthy.
@@ -173,11 +186,12 @@ func (r *SyncReconciler) validateSync(ctx context.Context, run *syncRun) error {
 	if ref := run.sync.Spec.Git.Ref; ref.Branch == "" && ref.Tag == "" && ref.Commit == "" {
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref needs a branch, a tag or a commit")
 	}
-	targets, labels, err := r.resolveTargets(ctx, run.sync)
+	resolved, err := r.resolveTargets(ctx, run.sync)
 	if err != nil {
 		return err
 	}
-	waves, err := run.sync.Spec.WavesOf(targets, func(target string) map[string]string { return labels[target] })
+	run.pending = resolved.pending
+	waves, err := run.sync.Spec.WavesOf(resolved.targets, func(target string) map[string]string { return resolved.labels[target] })
 	if err != nil {
 		return stalled(uprevv1.InvalidSpecReason, err)
 	}
@@ -230,9 +244,10 @@ func (run *syncRun) statuses() []*uprevv1.TargetStatus {
 
 // finish brings the records in line with the targets once the rollout
 // did what it could: records of a Sync written by an earlier uprev are all
-// written, then its status.targets emptied; the records of targets no
-// longer in the Sync are deleted (the targets are released, their objects
-// left in place); and each step's counts are set.
+// written, then its status.targets emptied; the records of pending
+// targets say why they wait; the records of targets no longer in the Sync
+// are deleted (the targets are released, their objects left in place);
+// and each step's counts are set.
 func (r *SyncReconciler) finish(ctx context.Context, run *syncRun) error {
 	s := run.sync
 	if len(s.Status.Targets) > 0 {
@@ -243,8 +258,19 @@ func (r *SyncReconciler) finish(ctx context.Context, run *syncRun) error {
 		}
 		s.Status.Targets = nil
 	}
+	for _, p := range run.pending {
+		rec := run.record(p.target)
+		rec.obj.Status.Reason = uprevv1.ClusterNotProvisionedReason
+		rec.obj.Status.Message = p.message
+		if err := r.writeRecord(ctx, rec); err != nil {
+			return err
+		}
+	}
 	if run.waves != nil {
 		current := map[string]bool{}
+		for _, p := range run.pending {
+			current[p.target.Name] = true
+		}
 		for _, wave := range run.waves {
 			for _, t := range wave {
 				current[t.Name] = true
@@ -260,6 +286,7 @@ func (r *SyncReconciler) finish(ctx context.Context, run *syncRun) error {
 			}
 			delete(run.records, name)
 		}
+		r.appliers.retain(client.ObjectKeyFromObject(s), current)
 		s.Status.Steps = stepCounts(run.waves, s.Status.Steps, s.Status.LastAttemptedRevision, run.status)
 	}
 	return nil
@@ -522,9 +549,12 @@ func (r *SyncReconciler) applyOptions(s *uprevv1.Sync, target uprevv1.Target) ap
 // applier returns the Applier of a target: the local cluster, or the one
 // the target's kubeconfig Secret reaches. Appliers are kept per target and
 // kubeconfig content, so a kubeconfig is checked once, before its first
-// use, and again when it changes.
+// use, and again when it changes; targets that reach one API server with
+// one kubeconfig connection (kubeconfig.ConnectionKey: server, CA and
+// every credential field) share one Applier, never targets of different
+// credentials.
 func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target uprevv1.Target) (*apply.Applier, error) {
-	key, data := "local", []byte(nil)
+	key, data := localConnection, []byte(nil)
 	if ref := target.KubeConfig; ref != nil {
 		secret, err := secretData(ctx, r.Client, s.Namespace, ref.SecretRef.Name)
 		if err != nil {
@@ -541,18 +571,20 @@ func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target up
 	if a, ok := r.appliers.get(syncKey, target.Name, key); ok {
 		return a, nil
 	}
-	config := r.LocalConfig
+	config, conn := r.LocalConfig, localConnection
 	if data != nil {
 		var err error
 		if config, err = kubeconfig.RESTConfig(data, r.KubeConfig); err != nil {
 			return nil, stalledf(uprevv1.KubeConfigRefusedReason, "secret %s/%s: %w", s.Namespace, target.KubeConfig.SecretRef.Name, err)
 		}
+		if conn, err = kubeconfig.ConnectionKey(data); err != nil {
+			return nil, stalledf(uprevv1.KubeConfigRefusedReason, "secret %s/%s: %w", s.Namespace, target.KubeConfig.SecretRef.Name, err)
+		}
 	}
-	a, err := apply.NewApplier(config)
+	a, err := r.appliers.put(syncKey, target.Name, key, conn, func() (*apply.Applier, error) { return apply.NewApplier(config) })
 	if err != nil {
 		return nil, fmt.Errorf("connecting to target %s: %w", target.Name, err)
 	}
-	r.appliers.put(syncKey, target.Name, key, a)
 	return a, nil
 }
 
@@ -565,6 +597,7 @@ const maxTargetMessage = 4096
 func (r *SyncReconciler) recordTarget(run *syncRun, rec *targetRecord, res targetResult) {
 	s := run.sync
 	ts := &rec.obj.Status
+	ts.Reason = ""
 	if res.result.Inventory != nil {
 		setInventory(ts, res.result.Inventory)
 	}
@@ -648,7 +681,15 @@ func (run *syncRun) summary() string {
 		for _, wave := range run.waves {
 			targets += len(wave)
 		}
-		return fmt.Sprintf("applied %s to %d targets", run.revision, targets)
+		msg := fmt.Sprintf("applied %s to %d targets", run.revision, targets)
+		if len(run.pending) > 0 {
+			waiting := make([]uprevv1.Target, 0, len(run.pending))
+			for _, p := range run.pending {
+				waiting = append(waiting, p.target)
+			}
+			msg += fmt.Sprintf("; %d Clusters not provisioned yet: %s", len(waiting), targetNames(waiting))
+		}
+		return msg
 	}
 	msg := fmt.Sprintf("rollout of %s: %d of %d waves done", run.revision, run.done, len(run.waves))
 	if run.pause > 0 {

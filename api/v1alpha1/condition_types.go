@@ -50,4 +50,8 @@ const (
 	RolloutStoppedReason = "RolloutStopped"
 	// RolloutInProgressReason: later waves wait for earlier ones.
 	RolloutInProgressReason = "RolloutInProgress"
+	// ClusterNotProvisionedReason (a SyncTarget's status.reason): the
+	// target's Cluster API Cluster has no initialized control plane or no
+	// kubeconfig Secret yet; it joins the rollout once it has both.
+	ClusterNotProvisionedReason = "ClusterNotProvisioned"
 )

@@ -70,9 +70,10 @@ type SyncSpec struct {
 }
 
 // Target is one cluster a Sync applies to, by name, or every cluster
-// whose kubeconfig Secret a selector selects.
-// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.selector)",message="a target has a name or a selector, not both"
-// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.kubeConfig)",message="a selector's targets are its Secrets: kubeConfig goes with a name"
+// whose kubeconfig Secret a selector selects, or every Cluster API Cluster
+// a clusterSelector selects.
+// +kubebuilder:validation:XValidation:rule="(has(self.name) ? 1 : 0) + (has(self.selector) ? 1 : 0) + (has(self.clusterSelector) ? 1 : 0) == 1",message="a target has one of name, selector and clusterSelector"
+// +kubebuilder:validation:XValidation:rule="has(self.name) || !has(self.kubeConfig)",message="a selector's targets are its Secrets: kubeConfig goes with a name"
 type Target struct {
 	// Name of the target, used in waves and status.
 	// +optional
@@ -90,10 +91,31 @@ type Target struct {
 	// kubeconfig rules of a named target apply to each.
 	// +optional
 	Selector *TargetSelector `json:"selector,omitempty"`
+
+	// ClusterSelector makes a target of every Cluster API Cluster
+	// (cluster.x-k8s.io) of the Sync's namespace with these labels, named
+	// by its TargetNameLabel or else by the Cluster's name, reached through
+	// the kubeconfig Secret Cluster API writes for it
+	// (`<cluster>-kubeconfig`, key `value`). A Cluster whose control plane
+	// is not initialized yet, or whose kubeconfig Secret does not exist
+	// yet, waits outside the rollout: its SyncTarget says so (reason
+	// ClusterNotProvisioned) and it joins the next wave that includes it
+	// once ready. A Cluster deleted, or that loses the labels, is released
+	// as a target removed from the list. Rollout step selectors match the
+	// Cluster's labels. The kubeconfig rules of a named target apply to
+	// each.
+	// +optional
+	ClusterSelector *TargetSelector `json:"clusterSelector,omitempty"`
 }
 
-// TargetNameLabel, on a kubeconfig Secret that a Sync selects, names the
-// target; the Secret's name does when it is absent.
+// Selects says whether the target stands for the targets a selector
+// selects (selector or clusterSelector) rather than for one named target.
+func (t Target) Selects() bool {
+	return t.Selector != nil || t.ClusterSelector != nil
+}
+
+// TargetNameLabel, on a kubeconfig Secret or a Cluster that a Sync
+// selects, names the target; the Secret's name does when it is absent.
 const TargetNameLabel = "uprev.dev/target-name"
 
 // TargetSelector selects kubeconfig Secrets by label.
@@ -154,7 +176,8 @@ type Rollout struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.selector) ? 1 : 0) + (has(self.count) ? 1 : 0) + (has(self.percent) ? 1 : 0) == 1",message="a step has one of selector, count and percent"
 type RolloutStep struct {
 	// Selector takes the targets whose kubeconfig Secret (selected by
-	// spec.targets[].selector) has these labels.
+	// spec.targets[].selector) or Cluster (selected by
+	// spec.targets[].clusterSelector) has these labels.
 	// +optional
 	Selector *TargetSelector `json:"selector,omitempty"`
 	// Count brings the targets rolled out to this many.
@@ -257,6 +280,11 @@ type TargetStatus struct {
 	// Message says what failed, when something did.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Reason is ClusterNotProvisioned while the target, selected through
+	// its Cluster API Cluster, waits outside the rollout for the Cluster's
+	// control plane or kubeconfig Secret; empty otherwise.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// Inventory lists the objects applied, for pruning.
 	// +optional
 	Inventory []InventoryEntry `json:"inventory,omitempty"`

@@ -14,7 +14,7 @@ import (
 func (in *SyncSpec) RolloutWaves() ([][]Target, error) {
 	var named []Target
 	for _, t := range in.Targets {
-		if t.Selector == nil {
+		if !t.Selects() {
 			named = append(named, t)
 		}
 	}
@@ -38,7 +38,7 @@ func (in *SyncSpec) WavesOf(targets []Target, labels func(target string) map[str
 		}
 		byName[t.Name] = t
 	}
-	selects := slices.ContainsFunc(in.Targets, func(t Target) bool { return t.Selector != nil })
+	selects := slices.ContainsFunc(in.Targets, Target.Selects)
 	if in.Rollout != nil && len(in.Rollout.Steps) > 0 {
 		return in.Rollout.steps(targets, labels), nil
 	}

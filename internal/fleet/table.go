@@ -228,7 +228,7 @@ func targetsOf(s *uprevv1.Sync) []uprevv1.Target {
 	named := map[string]bool{}
 	selects := false
 	for _, t := range s.Spec.Targets {
-		if t.Selector != nil {
+		if t.Selects() {
 			selects = true
 			continue
 		}

@@ -13,6 +13,9 @@
 package kubeconfig
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -68,6 +71,42 @@ func RESTConfig(data []byte, opts client.KubeConfigOptions) (*rest.Config, error
 		return nil, &InvalidError{Why: err.Error()}
 	}
 	return rc, nil
+}
+
+// ConnectionKey identifies how a serialized kubeconfig's current context
+// reaches its API server: a SHA-256 of its cluster entry (server, CA,
+// TLS server name, proxy and the rest) and of its user entry (every
+// credential, impersonation and plugin field), extensions and names left
+// out. Two kubeconfigs of one key reach the same API server as the same
+// user in the same way, however their entries are named; any other
+// difference, a credential's included, gives another key. It is for
+// sharing one client between such kubeconfigs, never between two users.
+func ConnectionKey(data []byte) (string, error) {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return "", &InvalidError{Why: "it is not a kubeconfig in YAML or JSON"}
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return "", &InvalidError{Why: fmt.Sprintf("no context %q", cfg.CurrentContext)}
+	}
+	var entry struct {
+		Cluster  clientcmdapi.Cluster  `json:"cluster"`
+		AuthInfo clientcmdapi.AuthInfo `json:"user"`
+	}
+	if c := cfg.Clusters[ctx.Cluster]; c != nil {
+		entry.Cluster = *c
+	}
+	if u := cfg.AuthInfos[ctx.AuthInfo]; u != nil {
+		entry.AuthInfo = *u
+	}
+	entry.Cluster.Extensions, entry.AuthInfo.Extensions = nil, nil
+	data, err = json.Marshal(entry)
+	if err != nil {
+		return "", fmt.Errorf("encoding the connection of context %q: %w", cfg.CurrentContext, err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // Check refuses a kubeconfig whose clusters or users, in any context, name

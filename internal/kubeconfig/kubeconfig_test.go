@@ -93,3 +93,33 @@ func TestRESTConfigInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectionKey: kubeconfigs that reach one API server as one user
+// share a key whatever their entries are named; any difference of server,
+// CA, proxy or credential gives another.
+func TestConnectionKey(t *testing.T) {
+	g := NewWithT(t)
+	key := func(data []byte) string {
+		t.Helper()
+		k, err := ConnectionKey(data)
+		g.Expect(err).NotTo(HaveOccurred())
+		return k
+	}
+	same := key(kubeconfigWith("", ""))
+	renamed := strings.NewReplacer("name: target", "name: prod-eu", "cluster: target", "cluster: prod-eu", "current-context: target", "current-context: prod-eu",
+		"name: admin", "name: fleet", "user: admin", "user: fleet").Replace(string(kubeconfigWith("", "")))
+	g.Expect(key([]byte(renamed))).To(Equal(same), "names do not matter")
+	for name, data := range map[string][]byte{
+		"another token":  kubeconfigWith("", "    token: other-token"),
+		"a client cert":  kubeconfigWith("", "    client-certificate-data: Q0VSVA==\n    client-key-data: S0VZ"),
+		"impersonating":  kubeconfigWith("", "    token: s3cret-token\n    as: system:admin"),
+		"another CA":     []byte(strings.Replace(string(kubeconfigWith("", "")), "Q0E=", "T1RIRVI=", 1)),
+		"another server": []byte(strings.Replace(string(kubeconfigWith("", "")), "127.0.0.1:6443", "127.0.0.1:7443", 1)),
+		"a proxy":        kubeconfigWith("    proxy-url: http://proxy.example.com:3128", ""),
+		"a server name":  kubeconfigWith("    tls-server-name: other.example.com", ""),
+	} {
+		g.Expect(key(data)).NotTo(Equal(same), name)
+	}
+	_, err := ConnectionKey([]byte("current-context: nowhere\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("no context")))
+}

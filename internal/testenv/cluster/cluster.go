@@ -46,6 +46,16 @@ func Start() (*Cluster, error) {
 	return start([]string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository")})
 }
 
+// StartWithClusterAPI starts a control plane as Start does, with Cluster
+// API's Cluster CRD (cluster.x-k8s.io, v1beta1 and v1beta2, from Cluster
+// API 1.14; `make cluster-api-crd` refreshes it) installed too, as on a
+// management cluster: for Syncs that select Clusters.
+func StartWithClusterAPI() (*Cluster, error) {
+	crds := filepath.Join(repoRoot(), "config", "crd")
+	capi := filepath.Join(repoRoot(), "internal", "testenv", "cluster", "crds", "cluster-api")
+	return start([]string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository"), capi})
+}
+
 // StartEmpty starts a control plane with no CRDs installed, as a new
 // cluster is: for programs that install uprev with kubectl themselves
 // (make demo), and for workload clusters.
