@@ -273,3 +273,104 @@ func TestInvalidReleaseGateStallsAndHoldsItsPolicies(t *testing.T) {
 		g.Expect(conditions.IsStalled(rg)).To(BeTrue())
 	}).Should(Succeed())
 }
+
+// gateReleases returns the notes of the GateReleased events the manager
+// sent about pol, in order.
+func gateReleases(pol *imagev1.ImagePolicy) []string {
+	var notes []string
+	for _, e := range notificationController.about("ImagePolicy", pol) {
+		if e.Reason == uprevv1.GateReleasedReason {
+			notes = append(notes, e.Message)
+		}
+	}
+	return notes
+}
+
+func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/mover", "1.0.0")
+	repo := newRepository(t, ns, reg.Image("acme/mover"))
+	scanned(t, repo, "1.0.0")
+	testClock.Advance(100 * time.Hour)
+	newGate(t, ns, "72h")
+	pol := newPolicy(t, ns, "mover", semverChoice(">=1.0.0"), prodStage, func(p *imagev1.ImagePolicy) {
+		p.Spec.DigestReflectionPolicy = imagev1.ReflectIfNotPresent
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(latestRef(g, client.ObjectKeyFromObject(pol)).Tag).To(Equal("1.0.0"))
+	}).Should(Succeed())
+
+	// 1.1.0 is taken once it is old enough.
+	first := reg.PushImage(t, "acme/mover", "1.1.0")
+	requestReconcile(t, repo)
+	scanned(t, repo, "1.1.0")
+	testClock.Advance(73 * time.Hour)
+	requestReconcile(t, pol)
+	g.Eventually(func(g Gomega) {
+		ref := latestRef(g, client.ObjectKeyFromObject(pol))
+		g.Expect(ref.Tag).To(Equal("1.1.0"))
+		g.Expect(ref.Digest).To(Equal(first))
+	}).Should(Succeed())
+	g.Eventually(func() []string { return gateReleases(pol) }).Should(ConsistOf(ContainSubstring("1.1.0 no longer waits for minReleaseAge")))
+
+	// Then 1.1.0 is pushed again, as another image. The next scan finds
+	// the same tags; the policy finds the tag moved and takes the older
+	// eligible version until the new image is old enough in turn.
+	testClock.Advance(time.Hour)
+	moved := reg.PushImage(t, "acme/mover", "1.1.0")
+	movedAt := testClock.Now().Truncate(time.Second)
+	requestReconcile(t, repo)
+	var eligibleAt time.Time
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.0.0"), "1.1.0 moved to a new digest and waits again")
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 waits for minReleaseAge until"))
+		seen := firstSeen(g, repo, "1.1.0")
+		g.Expect(seen).To(BeTemporally(">=", movedAt))
+		eligibleAt = seen.Add(72 * time.Hour)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		rg := &uprevv1.ReleaseGate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "prod"}, rg)).To(Succeed())
+		g.Expect(rg.Status.Policies).To(HaveLen(1))
+		g.Expect(rg.Status.Policies[0].Latest).To(Equal(&uprevv1.GatedVersion{Tag: "1.0.0", Digest: latestRef(g, client.ObjectKeyFromObject(pol)).Digest}))
+		g.Expect(rg.Status.Policies[0].Waiting).To(ConsistOf(HaveField("Tag", "1.1.0")))
+		g.Expect(rg.Status.Policies[0].Waiting[0].EligibleAt.Time).To(BeTemporally("==", eligibleAt))
+	}).Should(Succeed())
+
+	// A new Store on the same directory, as after a restart, reads the
+	// times and digests back.
+	restarted := uprevregistry.Store{Dir: filepath.Join(storagePath, "tags")}
+	tags, err := restarted.SeenTags(repoKey(repo))
+	g.Expect(err).NotTo(HaveOccurred())
+	byName := map[string]uprevregistry.SeenTag{}
+	for _, t := range tags {
+		byName[t.Name] = t
+	}
+	g.Expect(byName["1.1.0"].FirstSeen).To(BeTemporally("==", eligibleAt.Add(-72*time.Hour)))
+	g.Expect(byName["1.1.0"]).To(HaveField("Digest", moved))
+	g.Expect(byName["1.0.0"]).To(HaveField("Digest", HavePrefix("sha256:")), "the digest the policy took 1.0.0 at")
+
+	// Shortly before the new image is old enough, it still waits, and no
+	// release was announced for it.
+	testClock.Advance(eligibleAt.Sub(testClock.Now()) - 8*time.Second)
+	requestReconcile(t, pol)
+	token := pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
+		g.Expect(tag).To(Equal("1.0.0"))
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 waits for minReleaseAge"))
+	}).Should(Succeed())
+	g.Expect(gateReleases(pol)).To(HaveLen(1), "a moved tag that has not waited again is not released")
+
+	// Then the policy takes it, at its new digest, by itself.
+	g.Eventually(func(g Gomega) {
+		ref := latestRef(g, client.ObjectKeyFromObject(pol))
+		g.Expect(ref.Tag).To(Equal("1.1.0"))
+		g.Expect(ref.Digest).To(Equal(moved))
+	}).Should(Succeed())
+	g.Eventually(func() []string { return gateReleases(pol) }).Should(HaveLen(2))
+}
