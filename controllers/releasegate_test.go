@@ -313,7 +313,8 @@ func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
 		g.Expect(ref.Tag).To(Equal("1.1.0"))
 		g.Expect(ref.Digest).To(Equal(first))
 	}).Should(Succeed())
-	g.Eventually(func() []string { return gateReleases(pol) }).Should(ConsistOf(ContainSubstring("1.1.0 no longer waits for minReleaseAge")))
+	g.Eventually(func() []string { return gateReleases(pol) }).Should(ConsistOf(
+		"1.1.0 no longer waits for minReleaseAge at ReleaseGate prod and is selected at " + first))
 
 	// Then 1.1.0 is pushed again, as another image. The next scan finds
 	// the same tags; the policy finds the tag moved and takes the older
@@ -353,11 +354,25 @@ func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
 	g.Expect(byName["1.1.0"]).To(HaveField("Digest", moved))
 	g.Expect(byName["1.0.0"]).To(HaveField("Digest", HavePrefix("sha256:")), "the digest the policy took 1.0.0 at")
 
+	// Cost: an evaluation with no scan since the last look-up looks
+	// nothing up; a scan that finds the same tags costs one look-up.
+	lookups := func() int { c := reg.Counts(); return c.ManifestHead + c.ManifestGet }
+	reg.ResetCounts()
+	requestReconcile(t, pol)
+	token := pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
+	}).Should(Succeed())
+	g.Expect(lookups()).To(BeZero())
+	requestReconcile(t, repo)
+	g.Eventually(lookups).Should(Equal(1))
+
 	// Shortly before the new image is old enough, it still waits, and no
 	// release was announced for it.
 	testClock.Advance(eligibleAt.Sub(testClock.Now()) - 8*time.Second)
 	requestReconcile(t, pol)
-	token := pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	token = pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
 	g.Eventually(func(g Gomega) {
 		c, tag := policyState(g, pol)
 		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
@@ -372,5 +387,6 @@ func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
 		g.Expect(ref.Tag).To(Equal("1.1.0"))
 		g.Expect(ref.Digest).To(Equal(moved))
 	}).Should(Succeed())
-	g.Eventually(func() []string { return gateReleases(pol) }).Should(HaveLen(2))
+	g.Eventually(func() []string { return gateReleases(pol) }).Should(HaveExactElements(
+		HaveSuffix(" at "+first), "1.1.0 no longer waits for minReleaseAge at ReleaseGate prod and is selected at "+moved))
 }
