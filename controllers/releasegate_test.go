@@ -305,7 +305,13 @@ func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
 	// 1.1.0 is taken once it is old enough.
 	first := reg.PushImage(t, "acme/mover", "1.1.0")
 	requestReconcile(t, repo)
-	scanned(t, repo, "1.1.0")
+	waitingAtGate := func(g Gomega) []uprevv1.WaitingVersion {
+		rg := &uprevv1.ReleaseGate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "prod"}, rg)).To(Succeed())
+		g.Expect(rg.Status.Policies).To(HaveLen(1))
+		return rg.Status.Policies[0].Waiting
+	}
+	g.Eventually(waitingAtGate).Should(ConsistOf(HaveField("Tag", "1.1.0")))
 	testClock.Advance(73 * time.Hour)
 	requestReconcile(t, pol)
 	g.Eventually(func(g Gomega) {
@@ -365,6 +371,8 @@ func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
 		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
 	}).Should(Succeed())
 	g.Expect(lookups()).To(BeZero())
+	// (Scan times are kept to the second: the next scan is a minute later.)
+	testClock.Advance(time.Minute)
 	requestReconcile(t, repo)
 	g.Eventually(lookups).Should(Equal(1))
 
