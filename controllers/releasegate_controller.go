@@ -39,6 +39,8 @@ type ReleaseGateReconciler struct {
 	Policies *ImagePolicyReconciler
 	// Clock tells the time; the wall clock when nil.
 	Clock clock.PassiveClock
+	// announced keeps the releases announced with GateReleased.
+	announced releases
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -96,6 +98,7 @@ func (r *ReleaseGateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, rg); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetMetrics(rg, req.NamespacedName)
+			r.announced.forgetGate(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -135,7 +138,9 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 	waiting := 0
 	for i := range policies {
 		gp, eligible, selected := r.gatedPolicy(ctx, rg.Name, &policies[i])
-		if w := released(before, gp, selected.Tag); w != nil {
+		key := gatedPolicyKey{gate: client.ObjectKeyFromObject(rg), policy: gp.Name}
+		r.announced.waitingAgain(key, gp.Waiting)
+		if w := released(before, gp, selected.Tag); w != nil && r.announced.first(key, selected) {
 			at := ""
 			if selected.Digest != "" {
 				at = " at " + selected.Digest
