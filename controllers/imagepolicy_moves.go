@@ -48,6 +48,9 @@ func (r *ImagePolicyReconciler) selectGated(ctx context.Context, pol *imagev1.Im
 	fetched, moves := 0, 0
 	for {
 		sel, err := gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, repo.Spec.Image, tags, gates, now)
+		if err == nil && aged {
+			r.recordWaiting(ctx, reg, repo, tags, sel)
+		}
 		if err != nil || sel.Tag == "" {
 			return sel, err
 		}
@@ -131,6 +134,40 @@ func (r *ImagePolicyReconciler) seeDigest(ctx context.Context, reg *lazyRegistry
 		ctrl.LoggerFrom(ctx).Info("Tag moved to a new digest, seen anew", "tag", tag, "digest", digest, "before", stored.Digest)
 	}
 	return digest, moved, nil
+}
+
+// recordWaiting records the digest of the newest version that waits for
+// its age, when none is recorded yet: one look-up per tag, made once, so
+// that a tag moved while it waits is found moved when it would be
+// selected. A failure is left for the next evaluation.
+func (r *ImagePolicyReconciler) recordWaiting(ctx context.Context, reg *lazyRegistry, repo *imagev1.ImageRepository, tags []registry.SeenTag, sel gate.Selection) {
+	if len(sel.Waiting) == 0 || !slices.ContainsFunc(sel.Waiting[0].Holds, func(h gate.Hold) bool { return h.Kind == gate.MinReleaseAge }) {
+		return
+	}
+	tag := sel.Waiting[0].Tag
+	i := slices.IndexFunc(tags, func(t registry.SeenTag) bool { return t.Name == tag })
+	if i < 0 || tags[i].Digest != "" {
+		return
+	}
+	err := func() error {
+		c, err := reg.client(ctx)
+		if err != nil {
+			return err
+		}
+		digest, err := c.Digest(ctx, repo.Spec.Image, tag)
+		if err != nil {
+			return err
+		}
+		seen, err := r.Tags.SeeDigest(repoKey(repo), tag, digest)
+		if err != nil {
+			return err
+		}
+		tags[i] = seen
+		return nil
+	}()
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Not recording the digest of a waiting version", "tag", tag, "error", err.Error())
+	}
 }
 
 // lazyRegistry is the registry client of one selection, reached (and a

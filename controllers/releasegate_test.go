@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -397,4 +398,49 @@ func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
 	}).Should(Succeed())
 	g.Eventually(func() []string { return gateReleases(pol) }).Should(HaveExactElements(
 		HaveSuffix(" at "+first), "1.1.0 no longer waits for minReleaseAge at ReleaseGate prod and is selected at "+moved))
+}
+
+func TestReleaseAgeCountsATagMovedWhileItWaitsAnew(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/early", "1.0.0")
+	repo := newRepository(t, ns, reg.Image("acme/early"))
+	scanned(t, repo, "1.0.0")
+	testClock.Advance(100 * time.Hour)
+	newGate(t, ns, "72h")
+	pol := newPolicy(t, ns, "early", semverChoice(">=1.0.0"), prodStage, func(p *imagev1.ImagePolicy) {
+		p.Spec.DigestReflectionPolicy = imagev1.ReflectIfNotPresent
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(latestRef(g, client.ObjectKeyFromObject(pol)).Tag).To(Equal("1.0.0"))
+	}).Should(Succeed())
+
+	// 1.1.0 waits, and its digest is recorded while it does.
+	first := reg.PushImage(t, "acme/early", "1.1.0")
+	requestReconcile(t, repo)
+	stored := func(g Gomega) uprevregistry.SeenTag {
+		tags, err := uprevregistry.Store{Dir: filepath.Join(storagePath, "tags")}.SeenTags(repoKey(repo))
+		g.Expect(err).NotTo(HaveOccurred())
+		i := slices.IndexFunc(tags, func(t uprevregistry.SeenTag) bool { return t.Name == "1.1.0" })
+		g.Expect(i).NotTo(BeNumerically("<", 0))
+		return tags[i]
+	}
+	g.Eventually(stored).Should(HaveField("Digest", first))
+	pushed := stored(g).FirstSeen
+
+	// Moved an hour later, while it waits: once its first age has passed,
+	// it is found moved and waits again.
+	testClock.Advance(time.Hour)
+	moved := reg.PushImage(t, "acme/early", "1.1.0")
+	testClock.Advance(72 * time.Hour)
+	requestReconcile(t, pol)
+	token := pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
+		g.Expect(tag).To(Equal("1.0.0"), "1.1.0 moved while it waited")
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 waits for minReleaseAge"))
+	}).Should(Succeed())
+	g.Expect(stored(g)).To(And(HaveField("Digest", moved), HaveField("FirstSeen", BeTemporally(">", pushed.Add(72*time.Hour)))))
 }
