@@ -30,9 +30,10 @@ const maxMovesPerSelection = 20
 // back: candidates are judged newest first, down to the first that passes.
 // With a minReleaseAge, the candidate's digest is recorded in the tag store,
 // and a tag found at another digest than the one recorded is seen anew
-// (seeDigest), so that it waits for the age again. With verify, the
-// digest's signature must verify. The Selection's Digest is the digest
-// checked.
+// (seeDigest), so that it waits for the age again; the newest version
+// waiting for its age has its digest recorded once (recordWaiting). With
+// verify, the digest's signature must verify. The Selection's Digest is
+// the digest checked.
 func (r *ImagePolicyReconciler) selectGated(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, tags []registry.SeenTag, gates []gate.Gate) (gate.Selection, error) {
 	checks, err := r.verificationsOf(ctx, pol.Namespace, gates)
 	if err != nil {
