@@ -50,7 +50,21 @@ func newGate(t *testing.T, ns, minReleaseAge string) *uprevv1.ReleaseGate {
 	if err := k8s.Create(context.Background(), rg); err != nil {
 		t.Fatalf("creating ReleaseGate: %v", err)
 	}
+	seenByTheManager(t, rg)
 	return rg
+}
+
+// seenByTheManager waits until the manager has reconciled rg, and so has
+// it in the cache its ImagePolicy controller lists gates from: a policy
+// created before would select without the gate, and keep what it selected
+// while the gate holds every version back.
+func seenByTheManager(t *testing.T, rg *uprevv1.ReleaseGate) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &uprevv1.ReleaseGate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rg), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}).Should(Succeed())
 }
 
 // prodStage labels a policy stage=prod.
