@@ -69,6 +69,8 @@ type ImagePolicyReconciler struct {
 	shares *workerShares
 	// waits lets a new policy wait quietly.
 	waits quietWaits
+	// digests spares age-gated policies digest look-ups between scans.
+	digests digestCache
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -103,6 +105,11 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 		Watches(&imagev1.ImageRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository),
 			builder.WithPredicates(scanChangedPredicate{})).
+		// A scan that finds the same tags: age-gated policies check that
+		// their selected tag did not move.
+		Watches(&imagev1.ImageRepository{},
+			handler.EnqueueRequestsFromMapFunc(r.agedPoliciesOfRepository),
+			builder.WithPredicates(rescannedPredicate{})).
 		Watches(&uprevv1.ReleaseGate{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfGate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&uprevv1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfSync),
@@ -113,17 +120,26 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 
 // policiesOfRepository maps an ImageRepository to the policies using it.
 func (r *ImagePolicyReconciler) policiesOfRepository(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list imagev1.ImagePolicyList
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}.String()
-	if err := r.List(ctx, &list, client.MatchingFields{imageRepositoryRefIndex: key}); err != nil {
+	policies, err := r.policiesUsing(ctx, obj)
+	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing image policies of a repository")
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, p := range list.Items {
+	reqs := make([]reconcile.Request, 0, len(policies))
+	for _, p := range policies {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 	}
 	return reqs
+}
+
+// policiesUsing returns the policies of the ImageRepository repo.
+func (r *ImagePolicyReconciler) policiesUsing(ctx context.Context, repo client.Object) ([]imagev1.ImagePolicy, error) {
+	var list imagev1.ImagePolicyList
+	key := types.NamespacedName{Namespace: repo.GetNamespace(), Name: repo.GetName()}.String()
+	if err := r.List(ctx, &list, client.MatchingFields{imageRepositoryRefIndex: key}); err != nil {
+		return nil, fmt.Errorf("listing image policies of ImageRepository %s: %w", key, err)
+	}
+	return list.Items, nil
 }
 
 // repositoryOf returns the key of a policy's ImageRepository.
@@ -141,6 +157,7 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, pol); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetMetrics(pol, req.NamespacedName)
+			r.digests.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -185,8 +202,9 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.Imag
 	latest := &imagev1.ImageRef{Name: repo.Spec.Image, Tag: tag}
 	switch {
 	case sel.Digest != "" && pol.GetDigestReflectionPolicy() != imagev1.ReflectNever:
-		// The digest whose signature was verified, not a second look-up
-		// the tag may have moved away from since.
+		// The digest the gates checked (its signature verified, its
+		// age counted), not a second look-up the tag may have moved
+		// away from since.
 		latest.Digest = sel.Digest
 	default:
 		if latest.Digest, err = r.reflectDigest(ctx, pol, repo, tag); err != nil {

@@ -46,7 +46,7 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 			return gate.Selection{}, storedTagsError(repo, readErr)
 		}
 		count = len(tags)
-		sel, err = r.selectVerified(ctx, pol, repo, tags, gates)
+		sel, err = r.selectGated(ctx, pol, repo, tags, gates)
 	}
 	switch {
 	case errors.Is(err, policy.ErrInvalidPolicy):

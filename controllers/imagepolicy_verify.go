@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -32,67 +31,32 @@ type verification struct {
 	policy signature.Policy
 }
 
-// selectVerified selects through gates as gate.Select does, and when
-// gates verify signatures, checks the selected version's digest and
-// selects again without it while it is refused: candidates are judged
-// newest first, down to the first that passes, and the refused ones are
-// held with Kind gate.Verify. The Selection's Digest is the digest
-// verified.
-func (r *ImagePolicyReconciler) selectVerified(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, tags []registry.SeenTag, gates []gate.Gate) (gate.Selection, error) {
-	checks, err := r.verificationsOf(ctx, pol.Namespace, gates)
-	if err != nil {
-		return gate.Selection{}, err
-	}
-	now := r.Clock.Now()
-	if len(checks) == 0 {
-		return gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, repo.Spec.Image, tags, gates, now)
-	}
-	reg, release, err := r.registryFor(ctx, pol, repo, "verify signatures")
-	if err != nil {
-		return gate.Selection{}, err
-	}
-	defer release()
-	fetched := 0
-	for {
-		sel, err := gate.Select(pol.Spec.Policy, pol.Spec.FilterTags, repo.Spec.Image, tags, gates, now)
-		if err != nil || sel.Tag == "" {
-			return sel, err
-		}
-		if fetched == maxVerificationsPerSelection {
-			return gate.Selection{}, transient(uprevv1.VerificationFailedReason,
-				fmt.Errorf("read the signatures of %d versions, none verified yet; going on with %s in the next run", fetched, sel.Tag))
-		}
-		digest, err := reg.Digest(ctx, repo.Spec.Image, sel.Tag)
+// verifyCandidate checks the signature of tag at digest with every check
+// of gates, and holds tag back in the Refused of the first gate that
+// refuses it. fetched counts the signature checks that read from the
+// registry (cached verdicts are free).
+func (r *ImagePolicyReconciler) verifyCandidate(ctx context.Context, reg *registry.Client, image string, gates []gate.Gate, checks []verification, tag, digest string, fetched *int) (refused bool, err error) {
+	for _, c := range checks {
+		j, err := r.Verifier.Verify(ctx, reg, image, digest, c.policy)
 		if err != nil {
-			return gate.Selection{}, registryError(err)
+			return false, verificationError(tag, err)
 		}
-		refused := false
-		for _, c := range checks {
-			j, err := r.Verifier.Verify(ctx, reg, repo.Spec.Image, digest, c.policy)
-			if err != nil {
-				return gate.Selection{}, verificationError(sel.Tag, err)
-			}
-			if !j.Cached {
-				fetched++
-			}
-			if j.Verified {
-				continue
-			}
-			g := &gates[c.gate]
-			ctrl.LoggerFrom(ctx).V(1).Info("Signature refused", "tag", sel.Tag, "digest", digest, "releaseGate", g.Name,
-				"reason", j.Reason, "detail", j.Detail, "cached", j.Cached)
-			if g.Refused == nil {
-				g.Refused = map[string]gate.Hold{}
-			}
-			g.Refused[sel.Tag] = gate.Hold{Gate: g.Name, Kind: gate.Verify, EligibleAt: j.RecheckAt, Reason: string(j.Reason)}
-			refused = true
-			break
+		if !j.Cached {
+			*fetched++
 		}
-		if !refused {
-			sel.Digest = digest
-			return sel, nil
+		if j.Verified {
+			continue
 		}
+		g := &gates[c.gate]
+		ctrl.LoggerFrom(ctx).V(1).Info("Signature refused", "tag", tag, "digest", digest, "releaseGate", g.Name,
+			"reason", j.Reason, "detail", j.Detail, "cached", j.Cached)
+		if g.Refused == nil {
+			g.Refused = map[string]gate.Hold{}
+		}
+		g.Refused[tag] = gate.Hold{Gate: g.Name, Kind: gate.Verify, EligibleAt: j.RecheckAt, Reason: string(j.Reason)}
+		return true, nil
 	}
+	return false, nil
 }
 
 // verificationError sorts an error of verifying tag: a registry failure

@@ -39,6 +39,8 @@ type ReleaseGateReconciler struct {
 	Policies *ImagePolicyReconciler
 	// Clock tells the time; the wall clock when nil.
 	Clock clock.PassiveClock
+	// announced keeps the releases announced with GateReleased.
+	announced releases
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -96,6 +98,7 @@ func (r *ReleaseGateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, rg); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forgetMetrics(rg, req.NamespacedName)
+			r.announced.forgetGate(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -135,9 +138,15 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 	waiting := 0
 	for i := range policies {
 		gp, eligible, selected := r.gatedPolicy(ctx, rg.Name, &policies[i])
-		if w := released(before, gp, selected); w != nil {
+		key := gatedPolicyKey{gate: client.ObjectKeyFromObject(rg), policy: gp.Name}
+		r.announced.waitingAgain(key, gp.Waiting)
+		if w := released(before, gp, selected.Tag); w != nil && r.announced.first(key, selected) {
+			at := ""
+			if selected.Digest != "" {
+				at = " at " + selected.Digest
+			}
 			r.Events.Eventf(&policies[i], nil, corev1.EventTypeNormal, uprevv1.GateReleasedReason, "Release",
-				"%s no longer waits for %s at ReleaseGate %s and is selected", w.Tag, w.Gate, rg.Name)
+				"%s no longer waits for %s at ReleaseGate %s and is selected%s", w.Tag, w.Gate, rg.Name, at)
 		}
 		rg.Status.Policies = append(rg.Status.Policies, gp)
 		waiting += len(gp.Waiting)
@@ -157,10 +166,11 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 
 // gatedPolicy reports one policy: what it selects and what waits at the
 // gate named name, with the earliest time one of those becomes eligible,
-// and the tag the gates now let it select. A policy that cannot select now
-// (no tags yet, no access) reports its latestRef alone; its own status
-// says why.
-func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, pol *imagev1.ImagePolicy) (uprevv1.GatedPolicy, time.Time, string) {
+// and the selection the gates now let it make, as the ImagePolicy
+// controller makes it (a tag moved to a new digest waits for its age
+// again here too). A policy that cannot select now (no tags yet, no
+// access) reports its latestRef alone; its own status says why.
+func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, pol *imagev1.ImagePolicy) (uprevv1.GatedPolicy, time.Time, gate.Selection) {
 	gp := uprevv1.GatedPolicy{Name: pol.Name}
 	if ref := pol.Status.LatestRef; ref != nil {
 		gp.Latest = &uprevv1.GatedVersion{Tag: ref.Tag, Digest: ref.Digest}
@@ -168,10 +178,10 @@ func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, po
 	sel, err := r.selection(ctx, pol)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Not listing what waits for an image policy", "imagePolicy", klog.KObj(pol), "error", err.Error())
-		return gp, time.Time{}, ""
+		return gp, time.Time{}, gate.Selection{}
 	}
 	gp, next := withWaiting(gp, name, sel)
-	return gp, next, sel.Tag
+	return gp, next, sel
 }
 
 // selection is the policy's selection through its gates, as the

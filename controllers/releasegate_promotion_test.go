@@ -58,6 +58,7 @@ func promotionGate(t *testing.T, ns, healthyFor string) *uprevv1.ReleaseGate {
 	if err := k8s.Create(context.Background(), rg); err != nil {
 		t.Fatalf("creating ReleaseGate: %v", err)
 	}
+	seenByTheManager(t, rg)
 	return rg
 }
 

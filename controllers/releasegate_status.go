@@ -2,9 +2,11 @@ package controllers
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gate"
@@ -55,4 +57,55 @@ func released(before []uprevv1.GatedPolicy, now uprevv1.GatedPolicy, selected st
 		return nil
 	}
 	return &before[i].Waiting[j]
+}
+
+// gatedPolicyKey names one policy of one ReleaseGate.
+type gatedPolicyKey struct {
+	gate   types.NamespacedName
+	policy string
+}
+
+// releases keeps, per policy of a ReleaseGate, the release last announced
+// (tag and digest), so that a release is announced once even when the
+// gate's status read from the cache is older than the one written after
+// the announcement (released would find the version waiting again).
+type releases struct {
+	mu   sync.Mutex
+	last map[gatedPolicyKey]gate.Selection
+}
+
+// first records the release of sel for key and tells whether it is new:
+// not the release last announced for key.
+func (r *releases) first(key gatedPolicyKey, sel gate.Selection) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.last[key]; ok && last.Tag == sel.Tag && last.Digest == sel.Digest {
+		return false
+	}
+	if r.last == nil {
+		r.last = map[gatedPolicyKey]gate.Selection{}
+	}
+	r.last[key] = gate.Selection{Tag: sel.Tag, Digest: sel.Digest}
+	return true
+}
+
+// waitingAgain forgets the release announced for key when its version
+// waits again (a revert in staging, a moved tag): its next release is new.
+func (r *releases) waitingAgain(key gatedPolicyKey, waiting []uprevv1.WaitingVersion) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.last[key]; ok && slices.ContainsFunc(waiting, func(w uprevv1.WaitingVersion) bool { return w.Tag == last.Tag }) {
+		delete(r.last, key)
+	}
+}
+
+// forgetGate forgets the releases of a deleted ReleaseGate.
+func (r *releases) forgetGate(g types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key := range r.last {
+		if key.gate == g {
+			delete(r.last, key)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gate"
@@ -89,4 +90,26 @@ func TestReleased(t *testing.T) {
 			g.Expect(got.Tag).To(Equal(tc.want))
 		})
 	}
+}
+
+// TestReleasesAreAnnouncedOnce: a second reconcile that reads the gate's
+// status from before the announcement does not announce it again; a
+// version that waits again (a moved tag) is announced when released anew.
+func TestReleasesAreAnnouncedOnce(t *testing.T) {
+	g := NewWithT(t)
+	var r releases
+	key := gatedPolicyKey{gate: types.NamespacedName{Namespace: "apps", Name: "prod"}, policy: "agent"}
+	other := gatedPolicyKey{gate: types.NamespacedName{Namespace: "apps", Name: "prod"}, policy: "web"}
+	g.Expect(r.first(key, gate.Selection{Tag: "1.1.0", Digest: "sha256:a"})).To(BeTrue())
+	g.Expect(r.first(key, gate.Selection{Tag: "1.1.0", Digest: "sha256:a"})).To(BeFalse(), "a stale status")
+	g.Expect(r.first(other, gate.Selection{Tag: "1.1.0", Digest: "sha256:a"})).To(BeTrue())
+
+	r.waitingAgain(key, []uprevv1.WaitingVersion{{Tag: "1.2.0"}})
+	g.Expect(r.first(key, gate.Selection{Tag: "1.1.0", Digest: "sha256:a"})).To(BeFalse(), "1.1.0 does not wait again")
+	r.waitingAgain(key, []uprevv1.WaitingVersion{{Tag: "1.1.0"}})
+	g.Expect(r.first(key, gate.Selection{Tag: "1.1.0", Digest: "sha256:b"})).To(BeTrue())
+	g.Expect(r.first(key, gate.Selection{Tag: "1.2.0", Digest: "sha256:c"})).To(BeTrue())
+
+	r.forgetGate(key.gate)
+	g.Expect(r.last).To(BeEmpty())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,7 +50,21 @@ func newGate(t *testing.T, ns, minReleaseAge string) *uprevv1.ReleaseGate {
 	if err := k8s.Create(context.Background(), rg); err != nil {
 		t.Fatalf("creating ReleaseGate: %v", err)
 	}
+	seenByTheManager(t, rg)
 	return rg
+}
+
+// seenByTheManager waits until the manager has reconciled rg, and so has
+// it in the cache its ImagePolicy controller lists gates from: a policy
+// created before would select without the gate, and keep what it selected
+// while the gate holds every version back.
+func seenByTheManager(t *testing.T, rg *uprevv1.ReleaseGate) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &uprevv1.ReleaseGate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rg), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+	}).Should(Succeed())
 }
 
 // prodStage labels a policy stage=prod.
@@ -272,4 +287,174 @@ func TestInvalidReleaseGateStallsAndHoldsItsPolicies(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("spec.policySelector"))
 		g.Expect(conditions.IsStalled(rg)).To(BeTrue())
 	}).Should(Succeed())
+}
+
+// gateReleases returns the notes of the GateReleased events the manager
+// sent about pol, in order.
+func gateReleases(pol *imagev1.ImagePolicy) []string {
+	var notes []string
+	for _, e := range notificationController.about("ImagePolicy", pol) {
+		if e.Reason == uprevv1.GateReleasedReason {
+			notes = append(notes, e.Message)
+		}
+	}
+	return notes
+}
+
+func TestReleaseAgeCountsAMovedTagAnew(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/mover", "1.0.0")
+	repo := newRepository(t, ns, reg.Image("acme/mover"))
+	scanned(t, repo, "1.0.0")
+	testClock.Advance(100 * time.Hour)
+	newGate(t, ns, "72h")
+	pol := newPolicy(t, ns, "mover", semverChoice(">=1.0.0"), prodStage, func(p *imagev1.ImagePolicy) {
+		p.Spec.DigestReflectionPolicy = imagev1.ReflectIfNotPresent
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(latestRef(g, client.ObjectKeyFromObject(pol)).Tag).To(Equal("1.0.0"))
+	}).Should(Succeed())
+
+	// 1.1.0 is taken once it is old enough.
+	first := reg.PushImage(t, "acme/mover", "1.1.0")
+	requestReconcile(t, repo)
+	waitingAtGate := func(g Gomega) []uprevv1.WaitingVersion {
+		rg := &uprevv1.ReleaseGate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "prod"}, rg)).To(Succeed())
+		g.Expect(rg.Status.Policies).To(HaveLen(1))
+		return rg.Status.Policies[0].Waiting
+	}
+	g.Eventually(waitingAtGate).Should(ConsistOf(HaveField("Tag", "1.1.0")))
+	testClock.Advance(73 * time.Hour)
+	requestReconcile(t, pol)
+	g.Eventually(func(g Gomega) {
+		ref := latestRef(g, client.ObjectKeyFromObject(pol))
+		g.Expect(ref.Tag).To(Equal("1.1.0"))
+		g.Expect(ref.Digest).To(Equal(first))
+	}).Should(Succeed())
+	g.Eventually(func() []string { return gateReleases(pol) }).Should(ConsistOf(
+		"1.1.0 no longer waits for minReleaseAge at ReleaseGate prod and is selected at " + first))
+
+	// Then 1.1.0 is pushed again, as another image. The next scan finds
+	// the same tags; the policy finds the tag moved and takes the older
+	// eligible version until the new image is old enough in turn.
+	testClock.Advance(time.Hour)
+	moved := reg.PushImage(t, "acme/mover", "1.1.0")
+	movedAt := testClock.Now().Truncate(time.Second)
+	requestReconcile(t, repo)
+	var eligibleAt time.Time
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.0.0"), "1.1.0 moved to a new digest and waits again")
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 waits for minReleaseAge until"))
+		seen := firstSeen(g, repo, "1.1.0")
+		g.Expect(seen).To(BeTemporally(">=", movedAt))
+		eligibleAt = seen.Add(72 * time.Hour)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		rg := &uprevv1.ReleaseGate{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "prod"}, rg)).To(Succeed())
+		g.Expect(rg.Status.Policies).To(HaveLen(1))
+		g.Expect(rg.Status.Policies[0].Latest).To(Equal(&uprevv1.GatedVersion{Tag: "1.0.0", Digest: latestRef(g, client.ObjectKeyFromObject(pol)).Digest}))
+		g.Expect(rg.Status.Policies[0].Waiting).To(ConsistOf(HaveField("Tag", "1.1.0")))
+		g.Expect(rg.Status.Policies[0].Waiting[0].EligibleAt.Time).To(BeTemporally("==", eligibleAt))
+	}).Should(Succeed())
+
+	// A new Store on the same directory, as after a restart, reads the
+	// times and digests back.
+	restarted := uprevregistry.Store{Dir: filepath.Join(storagePath, "tags")}
+	tags, err := restarted.SeenTags(repoKey(repo))
+	g.Expect(err).NotTo(HaveOccurred())
+	byName := map[string]uprevregistry.SeenTag{}
+	for _, t := range tags {
+		byName[t.Name] = t
+	}
+	g.Expect(byName["1.1.0"].FirstSeen).To(BeTemporally("==", eligibleAt.Add(-72*time.Hour)))
+	g.Expect(byName["1.1.0"]).To(HaveField("Digest", moved))
+	g.Expect(byName["1.0.0"]).To(HaveField("Digest", HavePrefix("sha256:")), "the digest the policy took 1.0.0 at")
+
+	// Cost: an evaluation with no scan since the last look-up looks
+	// nothing up; a scan that finds the same tags costs one look-up.
+	lookups := func() int { c := reg.Counts(); return c.ManifestHead + c.ManifestGet }
+	reg.ResetCounts()
+	requestReconcile(t, pol)
+	token := pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
+	}).Should(Succeed())
+	g.Expect(lookups()).To(BeZero())
+	// (Scan times are kept to the second: the next scan is a minute later.)
+	testClock.Advance(time.Minute)
+	requestReconcile(t, repo)
+	g.Eventually(lookups).Should(Equal(1))
+
+	// Shortly before the new image is old enough, it still waits, and no
+	// release was announced for it.
+	testClock.Advance(eligibleAt.Sub(testClock.Now()) - 8*time.Second)
+	requestReconcile(t, pol)
+	token = pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
+		g.Expect(tag).To(Equal("1.0.0"))
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 waits for minReleaseAge"))
+	}).Should(Succeed())
+	g.Expect(gateReleases(pol)).To(HaveLen(1), "a moved tag that has not waited again is not released")
+
+	// Then the policy takes it, at its new digest, by itself.
+	g.Eventually(func(g Gomega) {
+		ref := latestRef(g, client.ObjectKeyFromObject(pol))
+		g.Expect(ref.Tag).To(Equal("1.1.0"))
+		g.Expect(ref.Digest).To(Equal(moved))
+	}).Should(Succeed())
+	g.Eventually(func() []string { return gateReleases(pol) }).Should(HaveExactElements(
+		HaveSuffix(" at "+first), "1.1.0 no longer waits for minReleaseAge at ReleaseGate prod and is selected at "+moved))
+}
+
+func TestReleaseAgeCountsATagMovedWhileItWaitsAnew(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/early", "1.0.0")
+	repo := newRepository(t, ns, reg.Image("acme/early"))
+	scanned(t, repo, "1.0.0")
+	testClock.Advance(100 * time.Hour)
+	newGate(t, ns, "72h")
+	pol := newPolicy(t, ns, "early", semverChoice(">=1.0.0"), prodStage, func(p *imagev1.ImagePolicy) {
+		p.Spec.DigestReflectionPolicy = imagev1.ReflectIfNotPresent
+	})
+	g.Eventually(func(g Gomega) {
+		g.Expect(latestRef(g, client.ObjectKeyFromObject(pol)).Tag).To(Equal("1.0.0"))
+	}).Should(Succeed())
+
+	// 1.1.0 waits, and its digest is recorded while it does.
+	first := reg.PushImage(t, "acme/early", "1.1.0")
+	requestReconcile(t, repo)
+	stored := func(g Gomega) uprevregistry.SeenTag {
+		tags, err := uprevregistry.Store{Dir: filepath.Join(storagePath, "tags")}.SeenTags(repoKey(repo))
+		g.Expect(err).NotTo(HaveOccurred())
+		i := slices.IndexFunc(tags, func(t uprevregistry.SeenTag) bool { return t.Name == "1.1.0" })
+		g.Expect(i).NotTo(BeNumerically("<", 0))
+		return tags[i]
+	}
+	g.Eventually(stored).Should(HaveField("Digest", first))
+	pushed := stored(g).FirstSeen
+
+	// Moved an hour later, while it waits: once its first age has passed,
+	// it is found moved and waits again.
+	testClock.Advance(time.Hour)
+	moved := reg.PushImage(t, "acme/early", "1.1.0")
+	testClock.Advance(72 * time.Hour)
+	requestReconcile(t, pol)
+	token := pol.GetAnnotations()[meta.ReconcileRequestAnnotation]
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(pol.Status.LastHandledReconcileAt).To(Equal(token))
+		g.Expect(tag).To(Equal("1.0.0"), "1.1.0 moved while it waited")
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 waits for minReleaseAge"))
+	}).Should(Succeed())
+	g.Expect(stored(g)).To(And(HaveField("Digest", moved), HaveField("FirstSeen", BeTemporally(">", pushed.Add(72*time.Hour)))))
 }

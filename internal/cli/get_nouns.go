@@ -324,7 +324,7 @@ func gatesNoun() Noun {
 			}
 			t := &Table{Columns: []Column{
 				{Header: "NAME"}, {Header: "POLICIES"}, {Header: "WAITING"}, {Header: "READY"}, {Header: "STATUS"}, {Header: "AGE"},
-				{Header: "MIN-AGE", Wide: true}, {Header: "NEXT", Wide: true},
+				{Header: "MIN-AGE", Wide: true}, {Header: "PROMOTION", Wide: true}, {Header: "NEXT", Wide: true},
 			}}
 			for _, rg := range gates {
 				ready, message := readyCells(rg.Status.Conditions)
@@ -338,12 +338,30 @@ func gatesNoun() Noun {
 				}
 				t.Rows = append(t.Rows, Row{Namespace: rg.Namespace, Object: rg, Cells: []string{
 					rg.Name, strconv.Itoa(len(rg.Status.Policies)), strconv.Itoa(waiting), ready, message, age(rg.CreationTimestamp, q.Now),
-					rg.Spec.MinReleaseAge, strings.Join(next, ", "),
+					rg.Spec.MinReleaseAge, promotionCell(rg.Spec.Promotion), strings.Join(next, ", "),
 				}})
 			}
 			return t, nil
 		},
 	}
+}
+
+// promotionCell says what a gate's promotion asks, Sync, targets and
+// healthyFor: "staging: eu-staging,us-staging for 24h", "staging: all
+// targets"; empty without a promotion.
+func promotionCell(p *uprevv1.Promotion) string {
+	if p == nil {
+		return ""
+	}
+	targets := "all targets"
+	if len(p.Targets) > 0 {
+		targets = strings.Join(p.Targets, ",")
+	}
+	cell := p.Sync + ": " + targets
+	if p.HealthyFor != "" {
+		cell += " for " + p.HealthyFor
+	}
+	return cell
 }
 
 // waitingCell says which version waits at which gate and for how long

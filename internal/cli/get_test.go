@@ -213,15 +213,17 @@ func TestGetNothing(t *testing.T) {
 }
 
 // TestGetGates shows ReleaseGates: the count of policies and waiting
-// versions; wide the minimum age and each policy's first waiting version
-// with the time it still waits, by the commands' clock; yaml the object.
+// versions; wide the minimum age, the promotion (Sync, targets,
+// healthyFor) and each policy's first waiting version with the time it
+// still waits, by the commands' clock; yaml the object.
 func TestGetGates(t *testing.T) {
 	ns := newNamespace(t)
 	eligible := metav1.NewTime(now.Add(52*time.Hour + 20*time.Second))
 	later := metav1.NewTime(now.Add(70 * time.Hour))
 	createWithStatus(t, &uprevv1.ReleaseGate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"},
-		Spec:       uprevv1.ReleaseGateSpec{MinReleaseAge: "72h"},
+		Spec: uprevv1.ReleaseGateSpec{MinReleaseAge: "72h",
+			Promotion: &uprevv1.Promotion{Sync: "staging", Targets: []string{"eu-staging", "us-staging"}, HealthyFor: "24h"}},
 		Status: uprevv1.ReleaseGateStatus{
 			Conditions: []metav1.Condition{ready(metav1.ConditionTrue, "Succeeded", "2 versions wait")},
 			Policies: []uprevv1.GatedPolicy{
@@ -233,7 +235,10 @@ func TestGetGates(t *testing.T) {
 			},
 		},
 	})
-	createWithStatus(t, &uprevv1.ReleaseGate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staging"}})
+	createWithStatus(t, &uprevv1.ReleaseGate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "staging"},
+		Spec: uprevv1.ReleaseGateSpec{Promotion: &uprevv1.Promotion{Sync: "dev"}}})
+	createWithStatus(t, &uprevv1.ReleaseGate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "young"},
+		Spec: uprevv1.ReleaseGateSpec{MinReleaseAge: "1h"}})
 
 	for _, tc := range []struct {
 		args []string
@@ -245,14 +250,16 @@ func TestGetGates(t *testing.T) {
 				"NAME      POLICIES   WAITING   READY     STATUS            AGE",
 				"prod      2          2         True      2 versions wait   3d",
 				"staging   0          0         Unknown                     3d",
+				"young     0          0         Unknown                     3d",
 			),
 		},
 		{
 			args: []string{"get", "releasegate", "-o", "wide"},
 			want: table(
-				"NAME      POLICIES   WAITING   READY     STATUS            AGE   MIN-AGE   NEXT",
-				"prod      2          2         True      2 versions wait   3d    72h       agent: 1.5.1 (age, 2d 4h)",
-				"staging   0          0         Unknown                     3d",
+				"NAME      POLICIES   WAITING   READY     STATUS            AGE   MIN-AGE   PROMOTION                                NEXT",
+				"prod      2          2         True      2 versions wait   3d    72h       staging: eu-staging,us-staging for 24h   agent: 1.5.1 (age, 2d 4h)",
+				"staging   0          0         Unknown                     3d              dev: all targets",
+				"young     0          0         Unknown                     3d    1h",
 			),
 		},
 	} {

@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -21,12 +24,16 @@ import (
 // per key, each replaced atomically and read on demand; see the package
 // documentation for why. A Store holds no state besides Dir: a new Store on
 // the same directory reads what an earlier one wrote. Concurrent calls are
-// safe; for one key, the last SetTags wins.
+// safe: within a process, the calls that change a key's file (SetTags,
+// SeeDigest) read, change and write it one at a time, whichever Store value
+// they are made on; two processes must not share a Dir.
 //
 // With each tag, the Store keeps when a scan first saw it (SeenTags): a
 // tag that an earlier SetTags of the same key stored keeps its time, a new
-// one gets the clock's now. It keeps tag names only, no digests, so a tag
-// moved to another digest keeps the time its name was first seen.
+// one gets the clock's now. It also keeps the digest the tag last pointed
+// at, when one was looked up (SeeDigest): a tag found at another digest
+// than the one recorded moved, and is seen anew, its time the clock's now.
+// A move is found only by a look-up; scans list tag names.
 type Store struct {
 	// Dir is the directory of the files; it is created when first written.
 	Dir string
@@ -38,36 +45,89 @@ type Store struct {
 type SeenTag struct {
 	// Name is the tag.
 	Name string
-	// FirstSeen is when SetTags first stored the tag under its key, to
-	// the second.
+	// FirstSeen is when SetTags first stored the tag under its key, or
+	// when SeeDigest found it moved, to the second.
 	FirstSeen time.Time
+	// Digest is the digest SeeDigest last recorded for the tag; empty when
+	// none was.
+	Digest string
 }
 
 // SetTags replaces the tags stored under key, e.g. "namespace/name" of an
-// ImageRepository, keeping the first-seen time of the tags stored before.
+// ImageRepository, keeping the first-seen time and digest of the tags
+// stored before.
 func (s Store) SetTags(key string, tags []string) error {
 	for _, tag := range tags {
 		if tag == "" || strings.ContainsAny(tag, "\n\r\t") || tag[0] == '#' {
 			return fmt.Errorf("storing tags of %s: invalid tag %q", key, tag)
 		}
 	}
+	unlock := s.lock(key)
+	defer unlock()
 	// What cannot be read (nothing stored, a file cut short) is seen now.
 	known, _ := s.SeenTags(key)
-	firstSeen := make(map[string]int64, len(known))
+	stored := make(map[string]SeenTag, len(known))
 	for _, t := range known {
-		firstSeen[t.Name] = t.FirstSeen.Unix()
+		stored[t.Name] = t
 	}
-	now := s.now().Unix()
-	var buf bytes.Buffer
+	now := s.now()
+	seen := make([]SeenTag, 0, len(tags))
 	for _, tag := range tags {
-		seen, ok := firstSeen[tag]
+		t, ok := stored[tag]
 		if !ok {
-			seen = now
+			t = SeenTag{Name: tag, FirstSeen: now}
 		}
-		buf.Grow(len(tag) + 12)
-		buf.WriteString(tag)
+		seen = append(seen, t)
+	}
+	return s.write(key, seen)
+}
+
+// SeeDigest records that tag, stored under key, points at digest, and
+// returns the tag as stored now. When another digest was recorded for it
+// before, the tag moved and is seen anew: its FirstSeen becomes the
+// clock's now. The first digest recorded for a tag keeps its time. A tag
+// not stored under key is an error wrapping fs.ErrNotExist (a scan
+// dropped it meanwhile).
+func (s Store) SeeDigest(key, tag, digest string) (SeenTag, error) {
+	if digest == "" || strings.ContainsAny(digest, " \n\r\t") {
+		return SeenTag{}, fmt.Errorf("recording the digest of %s in %s: invalid digest %q", tag, key, digest)
+	}
+	unlock := s.lock(key)
+	defer unlock()
+	tags, err := s.SeenTags(key)
+	if err != nil {
+		return SeenTag{}, fmt.Errorf("recording the digest of %s: %w", tag, err)
+	}
+	i := slices.IndexFunc(tags, func(t SeenTag) bool { return t.Name == tag })
+	if i < 0 {
+		return SeenTag{}, fmt.Errorf("recording the digest of %s: the tag is no longer stored under %s: %w", tag, key, fs.ErrNotExist)
+	}
+	t := &tags[i]
+	if t.Digest == digest {
+		return *t, nil
+	}
+	if t.Digest != "" {
+		t.FirstSeen = s.now()
+	}
+	t.Digest = digest
+	if err := s.write(key, tags); err != nil {
+		return SeenTag{}, err
+	}
+	return *t, nil
+}
+
+// write replaces the file of key with tags, atomically.
+func (s Store) write(key string, tags []SeenTag) error {
+	var buf bytes.Buffer
+	for _, t := range tags {
+		buf.Grow(len(t.Name) + len(t.Digest) + 14)
+		buf.WriteString(t.Name)
 		buf.WriteByte('\t')
-		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), seen, 10))
+		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), t.FirstSeen.Unix(), 10))
+		if t.Digest != "" {
+			buf.WriteByte('\t')
+			buf.WriteString(t.Digest)
+		}
 		buf.WriteByte('\n')
 	}
 	fmt.Fprintf(&buf, "%s%d\n", trailerPrefix, len(tags))
@@ -94,6 +154,20 @@ func (s Store) SetTags(key string, tags []string) error {
 	return nil
 }
 
+// fileLocks serialize the read-change-write of a key's file within the
+// process, across Store values: a file's path picks one of them.
+var fileLocks [64]sync.Mutex
+
+// fileLockSeed hashes paths to fileLocks.
+var fileLockSeed = maphash.MakeSeed()
+
+// lock locks the file of key until the returned function is called.
+func (s Store) lock(key string) (unlock func()) {
+	mu := &fileLocks[maphash.String(fileLockSeed, s.path(key))%uint64(len(fileLocks))]
+	mu.Lock()
+	return mu.Unlock
+}
+
 // Tags returns the tags stored under key. When nothing is, or what is
 // stored is incomplete, the error wraps fs.ErrNotExist: either way the
 // repository needs a scan.
@@ -111,9 +185,11 @@ func (s Store) Tags(key string) ([]string, error) {
 }
 
 // SeenTags returns the tags stored under key with the time a scan first
-// saw each, in the order they were stored; errors are those of Tags. A tag
-// stored by a version of uprev that kept no times counts as first seen
-// when its file was last written, the latest time it may have appeared.
+// saw each and the digest last recorded for it, in the order they were
+// stored; errors are those of Tags. A tag stored by a version of uprev
+// that kept no times counts as first seen when its file was last written,
+// the latest time it may have appeared; one stored by a version that kept
+// no digests has none recorded.
 func (s Store) SeenTags(key string) ([]SeenTag, error) {
 	body, written, err := s.read(key, true)
 	if err != nil {
@@ -121,8 +197,9 @@ func (s Store) SeenTags(key string) ([]SeenTag, error) {
 	}
 	tags := make([]SeenTag, 0, strings.Count(body, "\n"))
 	for line := range strings.Lines(body) {
-		tag, seen, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
-		t := SeenTag{Name: tag, FirstSeen: written}
+		tag, rest, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		seen, digest, _ := strings.Cut(rest, "\t")
+		t := SeenTag{Name: tag, FirstSeen: written, Digest: digest}
 		if ok {
 			unix, err := strconv.ParseInt(seen, 10, 64)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -182,4 +183,120 @@ func TestStoreReadsTagsWrittenWithoutFirstSeenTimes(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(tags[0].FirstSeen.UTC()).To(Equal(written))
 	g.Expect(tags[2].FirstSeen.UTC()).To(Equal(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)))
+}
+
+func TestStoreSeesAMovedTagAnew(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	store := Store{Dir: dir, Clock: clk}
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+	seen := func(s Store) map[string]SeenTag {
+		tags, err := s.SeenTags("apps/agent")
+		g.Expect(err).NotTo(HaveOccurred())
+		m := map[string]SeenTag{}
+		for _, tag := range tags {
+			tag.FirstSeen = tag.FirstSeen.UTC()
+			m[tag.Name] = tag
+		}
+		return m
+	}
+
+	// The first digest recorded for a tag keeps its time.
+	clk.SetTime(t0.Add(80 * time.Hour))
+	got, err := store.SeeDigest("apps/agent", "1.1.0", "sha256:aaaa")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.FirstSeen.UTC()).To(Equal(t0))
+	g.Expect(got.Digest).To(Equal("sha256:aaaa"))
+	// The same digest again changes nothing.
+	clk.SetTime(t0.Add(81 * time.Hour))
+	got, err = store.SeeDigest("apps/agent", "1.1.0", "sha256:aaaa")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.FirstSeen.UTC()).To(Equal(t0))
+
+	// Another digest: the tag moved and is seen anew.
+	clk.SetTime(t0.Add(90 * time.Hour))
+	got, err = store.SeeDigest("apps/agent", "1.1.0", "sha256:bbbb")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(SeenTag{Name: "1.1.0", FirstSeen: got.FirstSeen, Digest: "sha256:bbbb"}))
+	g.Expect(got.FirstSeen.UTC()).To(Equal(t0.Add(90 * time.Hour)))
+
+	// A scan keeps times and digests; a new Store on the same directory,
+	// as after a restart, reads both back.
+	clk.SetTime(t0.Add(91 * time.Hour))
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0", "1.2.0"})).To(Succeed())
+	restarted := Store{Dir: dir, Clock: clocktesting.NewFakePassiveClock(t0.Add(100 * time.Hour))}
+	g.Expect(seen(restarted)).To(Equal(map[string]SeenTag{
+		"1.0.0": {Name: "1.0.0", FirstSeen: t0},
+		"1.1.0": {Name: "1.1.0", FirstSeen: t0.Add(90 * time.Hour), Digest: "sha256:bbbb"},
+		"1.2.0": {Name: "1.2.0", FirstSeen: t0.Add(91 * time.Hour)},
+	}))
+	g.Expect(restarted.Tags("apps/agent")).To(Equal([]string{"1.0.0", "1.1.0", "1.2.0"}))
+
+	// A tag that disappears and comes back is seen anew, with no digest.
+	g.Expect(restarted.SetTags("apps/agent", []string{"1.0.0"})).To(Succeed())
+	g.Expect(restarted.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+	g.Expect(seen(restarted)["1.1.0"]).To(Equal(SeenTag{Name: "1.1.0", FirstSeen: t0.Add(100 * time.Hour)}))
+
+	// What cannot be recorded.
+	_, err = restarted.SeeDigest("apps/agent", "9.9.9", "sha256:cccc")
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+	_, err = restarted.SeeDigest("apps/other", "1.0.0", "sha256:cccc")
+	g.Expect(err).To(MatchError(fs.ErrNotExist))
+	_, err = restarted.SeeDigest("apps/agent", "1.0.0", "sha256:cc\n9.9.9\t0")
+	g.Expect(err).To(MatchError(ContainSubstring("invalid digest")))
+}
+
+func TestStoreReadsTagsWrittenWithoutDigests(t *testing.T) {
+	g := NewWithT(t)
+	store := Store{Dir: t.TempDir(), Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 3, 0, 0, 0, 0, time.UTC))}
+	// The format of uprev before digests: a tag and its first-seen time a line.
+	path := store.path("apps/agent")
+	g.Expect(os.WriteFile(path, []byte("1.0.0\t1761998400\n1.1.0\t1762002000\n#count 2\n"), 0o600)).To(Succeed())
+
+	g.Expect(store.Tags("apps/agent")).To(Equal([]string{"1.0.0", "1.1.0"}))
+	tags, err := store.SeenTags("apps/agent")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(Equal([]SeenTag{
+		{Name: "1.0.0", FirstSeen: time.Unix(1761998400, 0)},
+		{Name: "1.1.0", FirstSeen: time.Unix(1762002000, 0)},
+	}))
+	// Its first digest keeps the time; the file now has it.
+	got, err := store.SeeDigest("apps/agent", "1.1.0", "sha256:aaaa")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(SeenTag{Name: "1.1.0", FirstSeen: time.Unix(1762002000, 0), Digest: "sha256:aaaa"}))
+	data, err := os.ReadFile(path)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(data)).To(Equal("1.0.0\t1761998400\n1.1.0\t1762002000\tsha256:aaaa\n#count 2\n"))
+}
+
+// TestStoreSerializesWritesOfAKey records digests while scans replace the
+// tags: no write is lost to another's read of the file before it.
+func TestStoreSerializesWritesOfAKey(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	tags := semverTags(200)
+	g.Expect(Store{Dir: dir}.SetTags("apps/agent", tags)).To(Succeed())
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			// Each its own Store value, as the controllers have.
+			s := Store{Dir: dir}
+			for j := i; j < len(tags); j += 8 {
+				if _, err := s.SeeDigest("apps/agent", tags[j], "sha256:"+strconv.Itoa(j)); err != nil {
+					t.Error(err)
+				}
+				if err := s.SetTags("apps/agent", tags); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	seen, err := Store{Dir: dir}.SeenTags("apps/agent")
+	g.Expect(err).NotTo(HaveOccurred())
+	for j, tag := range seen {
+		g.Expect(tag.Digest).To(Equal("sha256:"+strconv.Itoa(j)), tag.Name)
+	}
 }
