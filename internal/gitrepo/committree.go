@@ -39,13 +39,10 @@ func (s *Session) commitFiles(parent plumbing.Hash, edit Edit, who object.Signat
 		return plumbing.ZeroHash, false, err
 	}
 	files := make(map[string]*object.TreeEntry, len(edit.Files))
-	for _, name := range edit.Files {
-		if !filepath.IsLocal(filepath.FromSlash(name)) {
-			return plumbing.ZeroHash, false, fmt.Errorf("committing %q: not a path inside the working tree", name)
-		}
-		name = filepath.ToSlash(filepath.Clean(filepath.FromSlash(name)))
-		if err := checkPath(name); err != nil {
-			return plumbing.ZeroHash, false, fmt.Errorf("committing %q: %w", name, err)
+	for _, named := range edit.Files {
+		name := filepath.ToSlash(filepath.Clean(filepath.FromSlash(named)))
+		if !filepath.IsLocal(filepath.FromSlash(named)) || checkPath(name) != nil {
+			return plumbing.ZeroHash, false, fmt.Errorf("committing %q: not the path of a file in the working tree", named)
 		}
 		entry, err := s.fileEntry(root, name)
 		if err != nil {
