@@ -473,7 +473,8 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		}
 		run.crdLines = crdLines
 		if !res.Changed() && len(crdFiles) == 0 {
-			return gitrepo.Edit{}, nil
+			// Nothing written: the kept clone stays known clean.
+			return gitrepo.Edit{Files: []string{}}, nil
 		}
 		message, err := commitMessage(run.front.message, res, crdLines)
 		// The files written, so that the commit costs what changed.

@@ -155,6 +155,12 @@ func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
 	check("a commit", s.dir, s.tree, true, true)
 	s.Close()
 
+	s = open()
+	_, err = s.WriteBack(ctx, author, func(string, *History) (Edit, error) { return Edit{Files: []string{}}, nil })
+	g.Expect(err).NotTo(HaveOccurred())
+	check("an edit that names no file written", s.dir, s.tree, true, true)
+	s.Close()
+
 	// Someone stages a file in the kept clone between two uses.
 	g.Expect(os.WriteFile(filepath.Join(kc.dir, "d.yaml"), []byte("staged\n"), 0o644)).To(Succeed())
 	gitserver.RunGit(t, kc.dir, "add", "d.yaml")

@@ -52,8 +52,10 @@ type Edit struct {
 	// Files are the files the edit wrote or removed, slash-separated and
 	// relative to dir, every one of them. With them, the commit is built
 	// from its parent's tree by replacing those files' blobs and the trees
-	// along their paths, which costs what changed; nil means the edit does
-	// not know, and the whole working tree is compared with the index.
+	// along their paths, which costs what changed, and the working tree is
+	// known to hold the commit afterwards; empty (not nil) says the edit
+	// wrote nothing. Nil means the edit does not know: the whole working
+	// tree is compared with the index.
 	Files []string
 }
 
@@ -283,6 +285,11 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("editing files: %w", err)
 	}
+	if done.Files != nil && len(done.Files) == 0 && !s.editBase.IsZero() {
+		// Nothing written: the working tree is as clean as it was.
+		s.tree, s.handedOut = before, false
+		return plumbing.ZeroHash, nil
+	}
 	if done.Message == "" {
 		return plumbing.ZeroHash, nil
 	}
@@ -290,11 +297,14 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 	if done.Files != nil && len(parents) == 1 && parents[0] == s.editBase {
 		hash, built, err := s.commitFiles(parents[0], done, who, opts.Signer)
 		if err != nil || built {
-			if err == nil && !hash.IsZero() {
-				// The working tree holds the commit's tree: what the edit
-				// wrote is committed. The index stays behind.
-				s.tree = before.moved(hash)
-				s.handedOut = false
+			if err == nil {
+				// The working tree holds the commit's tree (the parent's when
+				// nothing changed): what the edit wrote is committed. The
+				// index stays behind.
+				s.tree, s.handedOut = before, false
+				if !hash.IsZero() {
+					s.tree = before.moved(hash)
+				}
 			}
 			return hash, err
 		}
