@@ -312,12 +312,6 @@ func (w worktreeState) indexCommit(dir string) plumbing.Hash {
 	return w.index
 }
 
-// indexAt reports whether the index of the clone in dir is known to hold
-// the tree of commit.
-func (w worktreeState) indexAt(dir string, commit plumbing.Hash) bool {
-	return !commit.IsZero() && w.indexCommit(dir) == commit
-}
-
 // cleanAt reports whether HEAD and the working tree of the clone in dir are
 // known to hold exactly the tree of commit, and its index what s.tree
 // knows of it (no one else used the clone's git since).
