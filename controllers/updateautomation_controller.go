@@ -437,10 +437,10 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 	// The edit runs again on the new tip after a rejected push: its rules
 	// come from the history of that tip, so that a revert pushed in
 	// between is held.
-	edit := func(dir string, history *gitrepo.History) (string, error) {
+	edit := func(dir string, history *gitrepo.History) (gitrepo.Edit, error) {
 		rules, err := holdRules(run, history)
 		if err != nil {
-			return "", err
+			return gitrepo.Edit{}, err
 		}
 		run.rules = rules
 		opts := update.Options{
@@ -453,7 +453,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		// the commit's trees knows them.
 		marked, known, err := run.session.FilesContaining(auto.Spec.Update.Path, update.MarkerTokens()...)
 		if err != nil {
-			return "", err
+			return gitrepo.Edit{}, err
 		}
 		if known {
 			opts.Only = marked
@@ -463,19 +463,22 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		run.rewritten = err == nil
 		if err != nil {
 			if errors.Is(err, update.ErrPathEscapesRoot) {
-				return "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.update.path: %w", err))
+				return gitrepo.Edit{}, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.update.path: %w", err))
 			}
-			return "", err
+			return gitrepo.Edit{}, err
 		}
-		crdLines, crdsChanged, err := writeCRDs(dir, run, res)
+		crdLines, crdFiles, err := writeCRDs(dir, run, res)
 		if err != nil {
-			return "", err
+			return gitrepo.Edit{}, err
 		}
 		run.crdLines = crdLines
-		if !res.Changed() && !crdsChanged {
-			return "", nil
+		if !res.Changed() && len(crdFiles) == 0 {
+			// Nothing written: the kept clone stays known clean.
+			return gitrepo.Edit{Files: []string{}}, nil
 		}
-		return commitMessage(run.front.message, res, crdLines)
+		message, err := commitMessage(run.front.message, res, crdLines)
+		// The files written, so that the commit costs what changed.
+		return gitrepo.Edit{Message: message, Files: append(res.Files(), crdFiles...)}, err
 	}
 	run.progress(ctx, "writing back to %s", auto.PushBranch())
 	run.commit, err = run.session.WriteBack(ctx, opts, edit)

@@ -208,10 +208,9 @@ func (r *UpdateAutomationReconciler) bundle(ctx context.Context, slot string, po
 
 // writeCRDs writes the bundles into the checkout dir, except those of
 // policies whose version change was refused, and returns their summaries
-// for the commit message.
-func writeCRDs(dir string, run *automationRun, res update.Result) ([]string, bool, error) {
-	var summaries []string
-	changed := false
+// for the commit message and the files written or removed.
+func writeCRDs(dir string, run *automationRun, res update.Result) ([]string, []string, error) {
+	var summaries, files []string
 	for _, b := range run.crds {
 		if run.rules.CRDRefusal(b.policy, res.Refused) != nil {
 			b.result = crds.Result{}
@@ -229,17 +228,34 @@ func writeCRDs(dir string, run *automationRun, res update.Result) ([]string, boo
 		result, err := crds.Write(dir, b.spec.Path, b.bundle, crds.WriteOptions{Prune: b.spec.Prune, Version: b.version, PreviousVersion: previous})
 		if err != nil {
 			if errors.Is(err, crds.ErrPathEscapesRoot) {
-				return nil, false, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.crds path %q: %w", b.spec.Path, err))
+				return nil, nil, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.crds path %q: %w", b.spec.Path, err))
 			}
-			return nil, false, fmt.Errorf("writing the CRDs of %s: %w", b.policy, err)
+			return nil, nil, fmt.Errorf("writing the CRDs of %s: %w", b.policy, err)
 		}
 		b.result = result
 		if result.Changed() {
-			changed = true
 			summaries = append(summaries, result.Summary())
+			files = append(files, crdFiles(result)...)
 		}
 	}
-	return summaries, changed, nil
+	return summaries, files, nil
+}
+
+// crdFiles returns the files a Write that changed something wrote or
+// removed.
+func crdFiles(result crds.Result) []string {
+	var files []string
+	for _, changes := range [][]crds.Change{result.Added, result.Updated} {
+		for _, c := range changes {
+			files = append(files, c.File)
+		}
+	}
+	if result.Pruned {
+		for _, c := range result.Removed {
+			files = append(files, c.File)
+		}
+	}
+	return files
 }
 
 // crdStatus reports the bundles of a run in status.

@@ -65,7 +65,7 @@ func BenchmarkConcurrentUsers20(b *testing.B) {
 					return
 				}
 				defer s.Close()
-				if _, err := s.WriteBack(ctx, author, func(string, *gitrepo.History) (string, error) { return "", nil }); err != nil {
+				if _, err := s.WriteBack(ctx, author, func(string, *gitrepo.History) (gitrepo.Edit, error) { return gitrepo.Edit{}, nil }); err != nil {
 					b.Error(err)
 				}
 			})

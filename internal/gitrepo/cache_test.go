@@ -101,7 +101,7 @@ func TestConcurrentUsersShareOneClone(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			_, err = s.WriteBack(context.Background(), author, func(string, *gitrepo.History) (string, error) { return "", nil })
+			_, err = s.WriteBack(context.Background(), author, func(string, *gitrepo.History) (gitrepo.Edit, error) { return gitrepo.Edit{}, nil })
 			errs <- err
 		})
 	}

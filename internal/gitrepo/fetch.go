@@ -208,8 +208,8 @@ func (s *Session) openClone() (*git.Repository, error) {
 	if _, err := repo.Head(); err != nil {
 		return nil, fmt.Errorf("reading HEAD: %w", err)
 	}
-	if _, err := repo.Storer.Index(); err != nil {
-		return nil, fmt.Errorf("reading the index: %w", err)
+	if err := s.checkIndex(repo); err != nil {
+		return nil, err
 	}
 	ref, err := repo.Reference(s.trackingRef(s.branch), true)
 	if err != nil {
@@ -223,6 +223,19 @@ func (s *Session) openClone() (*git.Repository, error) {
 		return nil, fmt.Errorf("reading the branch tip's tree: %w", err)
 	}
 	return repo, nil
+}
+
+// checkIndex checks that the index of repo, the kept clone, can be read,
+// unless it is the index the session's state knows, unchanged since it was
+// written: the index of a clone of 100,000 files is megabytes to decode.
+func (s *Session) checkIndex(repo *git.Repository) error {
+	if !s.tree.indexCommit(s.dir).IsZero() {
+		return nil
+	}
+	if _, err := repo.Storer.Index(); err != nil {
+		return fmt.Errorf("reading the index: %w", err)
+	}
+	return nil
 }
 
 // openCurrent opens the kept clone, failing with errStaleClone when it

@@ -62,19 +62,21 @@ func open(t testing.TB, c *gitrepo.Cache, r *gitrepo.Remote, branch, pushBranch 
 }
 
 // writeFiles returns an edit func that writes files (path → content) and
-// reports a change with commitMessage.
+// reports a change with commitMessage, naming the files it wrote.
 func writeFiles(files map[string]string) gitrepo.EditFunc {
-	return func(dir string, _ *gitrepo.History) (string, error) {
+	return func(dir string, _ *gitrepo.History) (gitrepo.Edit, error) {
+		var names []string
 		for p, content := range files {
+			names = append(names, p)
 			full := filepath.Join(dir, p)
 			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				return "", err
+				return gitrepo.Edit{}, err
 			}
 			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-				return "", err
+				return gitrepo.Edit{}, err
 			}
 		}
-		return commitMessage, nil
+		return gitrepo.Edit{Message: commitMessage, Files: names}, nil
 	}
 }
 

@@ -20,13 +20,13 @@ func filesContaining(t *testing.T, c *gitrepo.Cache, r *gitrepo.Remote, branch, 
 	t.Helper()
 	s := open(t, c, r, branch, pushBranch)
 	defer s.Close()
-	_, err := s.WriteBack(context.Background(), author, func(string, *gitrepo.History) (string, error) {
+	_, err := s.WriteBack(context.Background(), author, func(string, *gitrepo.History) (gitrepo.Edit, error) {
 		if len(tokens) == 0 {
 			tokens = []string{marker}
 		}
 		var err error
 		files, known, err = s.FilesContaining(dir, tokens...)
-		return "", err
+		return gitrepo.Edit{}, err
 	})
 	if err != nil {
 		t.Fatalf("writing back: %v", err)

@@ -249,8 +249,8 @@ func (s *Session) openRevisionClone() (*git.Repository, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := repo.Storer.Index(); err != nil {
-		return nil, fmt.Errorf("reading the index: %w", err)
+	if err := s.checkIndex(repo); err != nil {
+		return nil, err
 	}
 	refs, err := s.fetchedRefs(repo)
 	if err != nil {

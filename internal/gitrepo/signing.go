@@ -8,6 +8,8 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
 )
@@ -85,22 +87,46 @@ func openPGPEntity(armored, passphrase []byte) (*openpgp.Entity, error) {
 
 // apply makes go-git sign the commit with s.
 func (s *Signer) apply(o *git.CommitOptions) {
-	switch {
-	case s == nil:
-	case s.openpgp != nil:
-		o.SignKey = s.openpgp
-	case s.ssh != nil:
-		o.Signer = sshCommitSigner{s.ssh}
+	if s != nil {
+		o.Signer = s
 	}
 }
 
-// sshCommitSigner produces the armored SSH signature git stores in a
-// commit's gpgsig header.
-type sshCommitSigner struct{ signer ssh.Signer }
+// sign signs commit with s, as go-git's Worktree.Commit does: the commit
+// encoded without a signature is signed and the signature goes into its
+// gpgsig header. A nil Signer leaves it unsigned.
+func (s *Signer) sign(commit *object.Commit) error {
+	if s == nil {
+		return nil
+	}
+	encoded := &plumbing.MemoryObject{}
+	if err := commit.EncodeWithoutSignature(encoded); err != nil {
+		return fmt.Errorf("encoding the commit to sign: %w", err)
+	}
+	r, err := encoded.Reader()
+	if err != nil {
+		return fmt.Errorf("encoding the commit to sign: %w", err)
+	}
+	sig, err := s.Sign(r)
+	if err != nil {
+		return err
+	}
+	commit.PGPSignature = string(sig)
+	return nil
+}
 
-// Sign signs message in the "git" namespace.
-func (s sshCommitSigner) Sign(message io.Reader) ([]byte, error) {
-	sig, err := sshsig.Sign(message, s.signer, sshsig.HashSHA512, sshSigNamespace)
+// Sign returns the armored signature of message that git stores in a
+// commit's gpgsig header: an OpenPGP detached signature, or an SSH
+// signature in the "git" namespace. It makes Signer a go-git Signer.
+func (s *Signer) Sign(message io.Reader) ([]byte, error) {
+	if s.openpgp != nil {
+		var b bytes.Buffer
+		if err := openpgp.ArmoredDetachSign(&b, s.openpgp, message, nil); err != nil {
+			return nil, fmt.Errorf("signing commit with OpenPGP key: %w", err)
+		}
+		return b.Bytes(), nil
+	}
+	sig, err := sshsig.Sign(message, s.ssh, sshsig.HashSHA512, sshSigNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("signing commit with SSH key: %w", err)
 	}

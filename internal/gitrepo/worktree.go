@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -155,58 +157,114 @@ func (s *Session) withoutIgnored(untracked []string) ([]string, error) {
 
 // switchCleanTree moves a working tree that is clean at HEAD to commit by
 // writing and removing only the files that differ between the two commits,
-// and updating their index entries, where a hard reset rewrites every file
-// and a status reads them all again. A working tree that s.tree knows clean
-// is not read at all. It reports false, having changed
-// nothing, when it cannot know the tree is clean: the index is not known to
-// hold HEAD (s.tree), or the working tree differs from it.
+// where a hard reset rewrites every file and a status reads them all again.
+// A working tree that s.tree knows clean is neither read nor is the index
+// rewritten: the index is left behind, at a commit s.tree remembers, and
+// brought up to date only when something needs it (currentIndex). Any
+// other working tree is first compared with the index. It reports false,
+// having changed nothing, when it cannot know the tree is clean: HEAD or
+// the index is not what s.tree knows, or the working tree differs from it.
 func (s *Session) switchCleanTree(commit plumbing.Hash) (bool, error) {
 	// An unreadable HEAD or index is for the full reset to repair.
 	head, err := s.repo.Storer.Reference(plumbing.HEAD)
-	if err != nil || head.Type() != plumbing.HashReference || !s.tree.indexAt(s.dir, head.Hash()) {
+	if err != nil || head.Type() != plumbing.HashReference || head.Hash() != s.tree.commit || s.tree.indexCommit(s.dir).IsZero() {
 		return false, nil
 	}
-	idx, err := s.repo.Storer.Index()
+	if s.tree.cleanAt(s.dir, head.Hash()) {
+		if head.Hash() != commit {
+			state := s.tree
+			s.tree.invalidate()
+			if err := s.applyTreeDiff(nil, head.Hash(), commit); err != nil {
+				return false, err
+			}
+			if err := s.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
+				return false, fmt.Errorf("detaching HEAD: %w", err)
+			}
+			s.tree = state.moved(commit)
+		}
+		return true, nil
+	}
+	// A working tree that was handed out is compared with the index first.
+	idx, err := s.currentIndex()
 	if err != nil {
 		return false, nil
 	}
-	// A working tree known clean at HEAD needs no reading; one that was
-	// handed out is compared with the index first.
-	if !s.tree.cleanAt(s.dir, head.Hash()) {
-		changes, err := s.worktreeChanges(idx)
-		if err != nil || len(changes) > 0 {
-			return false, err
-		}
+	changes, err := s.worktreeChanges(idx)
+	if err != nil || len(changes) > 0 {
+		return false, err
 	}
+	s.tree.invalidate()
 	if head.Hash() != commit {
-		s.tree.invalidate()
 		if err := s.applyTreeDiff(idx, head.Hash(), commit); err != nil {
 			return false, err
 		}
-		if err := s.repo.Storer.SetIndex(idx); err != nil {
-			return false, fmt.Errorf("writing the index: %w", err)
-		}
-		if err := s.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
-			return false, fmt.Errorf("detaching HEAD: %w", err)
-		}
+	}
+	if err := s.repo.Storer.SetIndex(idx); err != nil {
+		return false, fmt.Errorf("writing the index: %w", err)
+	}
+	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
+		return false, fmt.Errorf("detaching HEAD: %w", err)
 	}
 	s.tree.record(s.dir, commit)
 	return true, nil
 }
 
-// worktreeState is what a user of a kept clone knows of its index and
-// working tree, from what it did itself: the commit at HEAD whose tree the
-// index holds exactly, and whether the working tree holds exactly the index
-// too. The index part lasts while the index file keeps the modification
-// time and size it had when recorded, so that a change made to it by anyone
-// else (git add in the clone) voids it; the working tree part lasts until
-// the working tree is handed to someone who may write it (handedOver). The
-// zero value knows nothing.
+// currentIndex reads the index. When s.tree knows that it holds an older
+// commit than HEAD, as a clean working tree moved without it leaves it,
+// the entries of the files that differ between the two commits are brought
+// to HEAD's, with no stat data, so that a comparison with the working tree
+// reads those files; the index file is not written.
+func (s *Session) currentIndex() (*index.Index, error) {
+	idx, err := s.repo.Storer.Index()
+	if err != nil {
+		return nil, fmt.Errorf("reading the index: %w", err)
+	}
+	from := s.tree.indexCommit(s.dir)
+	if from.IsZero() || from == s.tree.commit {
+		return idx, nil
+	}
+	fromTree, err := s.commitTree(from)
+	if err != nil {
+		return nil, err
+	}
+	toTree, err := s.commitTree(s.tree.commit)
+	if err != nil {
+		return nil, err
+	}
+	var d treeDiff
+	if err := d.compare(s, "", fromTree, toTree); err != nil {
+		return nil, inCommit(fmt.Errorf("comparing the trees of %s and %s: %w", from, s.tree.commit, err), s.tree.commit)
+	}
+	entries := make(map[string]*index.Entry, len(idx.Entries))
+	for _, e := range idx.Entries {
+		entries[e.Name] = e
+	}
+	for _, path := range d.removed {
+		delete(entries, path)
+	}
+	for _, f := range d.written {
+		entries[f.Name] = &index.Entry{Name: f.Name, Hash: f.Hash, Mode: f.Mode}
+	}
+	idx.Entries = slices.SortedFunc(maps.Values(entries), func(a, b *index.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return idx, nil
+}
+
+// worktreeState is what a user of a kept clone knows of its HEAD, index and
+// working tree, from what it did itself: the commit at HEAD, whether the
+// working tree holds exactly its tree, and the commit whose tree the index
+// holds exactly, which may be an older one than HEAD (a working tree known
+// clean moves without the index, which costs writing every entry). The
+// index part lasts while the index file keeps the modification time and
+// size it had when recorded, so that a change made to it by anyone else
+// (git add in the clone) voids it and what depends on it; the working tree
+// part lasts until the working tree is handed to someone who may write it
+// (handedOver). The zero value knows nothing.
 type worktreeState struct {
 	commit  plumbing.Hash
+	clean   bool
+	index   plumbing.Hash
 	modTime time.Time
 	size    int64
-	clean   bool
 }
 
 // record notes that the index of the clone in dir, as it is on disk now,
@@ -218,7 +276,14 @@ func (w *worktreeState) record(dir string, commit plumbing.Hash) {
 		w.invalidate()
 		return
 	}
-	*w = worktreeState{commit: commit, modTime: info.ModTime(), size: info.Size(), clean: true}
+	*w = worktreeState{commit: commit, clean: true, index: commit, modTime: info.ModTime(), size: info.Size()}
+}
+
+// moved returns the state once HEAD moved to commit and the working tree
+// was made to hold exactly its tree, the index left as it was.
+func (w worktreeState) moved(commit plumbing.Hash) worktreeState {
+	w.commit, w.clean = commit, true
+	return w
 }
 
 // invalidate forgets everything: HEAD or the index is about to change.
@@ -227,30 +292,34 @@ func (w *worktreeState) invalidate() {
 }
 
 // handedOver returns what remains known once the working tree is handed to
-// someone who may write files in it (an edit, the clone's next user): the
-// index, not the working tree.
+// someone who may write files in it (an edit, the clone's next user): HEAD
+// and the index, not the working tree.
 func (w worktreeState) handedOver() worktreeState {
 	w.clean = false
 	return w
 }
 
-// indexAt reports whether the index of the clone in dir is known to hold
-// the tree of commit.
-func (w worktreeState) indexAt(dir string, commit plumbing.Hash) bool {
-	if w.commit.IsZero() || w.commit != commit {
-		return false
+// indexCommit returns the commit whose tree the index of the clone in dir
+// is known to hold, zero when it is not known.
+func (w worktreeState) indexCommit(dir string) plumbing.Hash {
+	if w.index.IsZero() {
+		return plumbing.ZeroHash
 	}
 	info, err := os.Stat(filepath.Join(dir, ".git", "index"))
-	return err == nil && info.ModTime().Equal(w.modTime) && info.Size() == w.size
+	if err != nil || !info.ModTime().Equal(w.modTime) || info.Size() != w.size {
+		return plumbing.ZeroHash
+	}
+	return w.index
 }
 
-// cleanAt reports whether the index and the working tree of the clone in
-// dir are known to hold exactly the tree of commit.
+// cleanAt reports whether HEAD and the working tree of the clone in dir are
+// known to hold exactly the tree of commit, and its index what s.tree
+// knows of it (no one else used the clone's git since).
 func (w worktreeState) cleanAt(dir string, commit plumbing.Hash) bool {
-	return w.clean && w.indexAt(dir, commit)
+	return w.clean && !commit.IsZero() && w.commit == commit && !w.indexCommit(dir).IsZero()
 }
 
-// applyTreeDiff writes to the working tree and to idx the files that differ
+// applyTreeDiff writes to the working tree and to idx (unless nil) the files that differ
 // between the trees of commits from and to: removed files first, so that a
 // file may become a directory and the other way round, then added and
 // changed ones. It fails with a *BadCommitError, before writing anything,
@@ -277,6 +346,9 @@ func (s *Session) applyTreeDiff(idx *index.Index, from, to plumbing.Hash) error 
 		if err := removeFile(root, path); err != nil {
 			return err
 		}
+		if idx == nil {
+			continue
+		}
 		if _, err := idx.Remove(path); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
 			return fmt.Errorf("removing %s from the index: %w", path, err)
 		}
@@ -285,6 +357,9 @@ func (s *Session) applyTreeDiff(idx *index.Index, from, to plumbing.Hash) error 
 		info, err := s.writeEntry(root, entry.Name, entry)
 		if err != nil {
 			return err
+		}
+		if idx == nil {
+			continue
 		}
 		e, err := idx.Entry(entry.Name)
 		if errors.Is(err, index.ErrEntryNotFound) {

@@ -3,7 +3,9 @@ package gitrepo
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
@@ -25,8 +27,10 @@ func TestWorktreeChangesHashesRacilyCleanFiles(t *testing.T) {
 		g.Expect(os.WriteFile(filepath.Join(dir, name), []byte("tag: 1.0.0\n"), 0o644)).To(Succeed())
 	}
 	s := &Session{dir: dir, repo: repo}
-	g.Expect(s.stage([]string{"a.yaml", "b.yaml"})).To(Succeed())
 	idx, err := repo.Storer.Index()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.stageInto(idx, []string{"a.yaml", "b.yaml"})).To(Succeed())
+	idx, err = repo.Storer.Index()
 	g.Expect(err).NotTo(HaveOccurred())
 	entry, err := idx.Entry("a.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -45,11 +49,32 @@ func TestWorktreeChangesHashesRacilyCleanFiles(t *testing.T) {
 	g.Expect(changes).To(ConsistOf("a.yaml"))
 }
 
+// statusAtHead returns what `git status` shows in the clone in dir against
+// the tree of HEAD, read into an index of its own: the index of the clone
+// may hold an older commit.
+func statusAtHead(t *testing.T, dir string) string {
+	t.Helper()
+	env := append(os.Environ(), "GIT_INDEX_FILE="+filepath.Join(t.TempDir(), "index"))
+	for _, args := range [][]string{{"read-tree", "HEAD"}, {"--no-optional-locks", "status", "--porcelain", "--untracked-files=all"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		if args[0] != "read-tree" {
+			return strings.TrimSpace(string(out))
+		}
+	}
+	return ""
+}
+
 // TestWorktreeStateAgreesWithGitStatus runs a kept clone through a
 // sequence of uses and checks after each what the session's worktreeState
-// claims against the git CLI: whenever it says the index holds HEAD, `git
-// diff --cached` shows nothing, and whenever it says the tree is clean,
-// `git status` shows nothing. It also checks that it claims what it should,
+// claims against the git CLI: whenever it says the index holds a commit
+// (HEAD or an older one), `git diff --cached` against it shows nothing, and
+// whenever it says the tree is clean at HEAD, `git status` against HEAD's
+// tree shows nothing. It also checks that it claims what it should,
 // so that a state that never claims anything would fail.
 func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
 	g := NewWithT(t)
@@ -65,11 +90,13 @@ func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
 	check := func(step, dir string, state worktreeState, wantIndex, wantClean bool) {
 		t.Helper()
 		head := plumbing.NewHash(gitserver.RunGit(t, dir, "rev-parse", "HEAD"))
-		status := gitserver.RunGit(t, dir, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all")
-		staged := gitserver.RunGit(t, dir, "--no-optional-locks", "diff", "--cached", "--name-status", "HEAD")
-		index, clean := state.indexAt(dir, head), state.cleanAt(dir, head)
+		status := statusAtHead(t, dir)
+		indexed := state.indexCommit(dir)
+		index, clean := !indexed.IsZero(), state.cleanAt(dir, head)
+		staged := ""
 		if index {
-			g.Expect(staged).To(BeEmpty(), "%s: the state says the index holds HEAD", step)
+			staged = gitserver.RunGit(t, dir, "--no-optional-locks", "diff", "--cached", "--name-status", indexed.String())
+			g.Expect(staged).To(BeEmpty(), "%s: the state says the index holds %s", step, indexed)
 		}
 		if clean {
 			g.Expect(status).To(BeEmpty(), "%s: the state says the tree is clean", step)
@@ -83,13 +110,15 @@ func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
 		return s
 	}
 	write := func(files map[string]string, message string) EditFunc {
-		return func(dir string, _ *History) (string, error) {
+		return func(dir string, _ *History) (Edit, error) {
+			var names []string
 			for name, content := range files {
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-					return "", err
+					return Edit{}, err
 				}
+				names = append(names, name)
 			}
-			return message, nil
+			return Edit{Message: message, Files: names}, nil
 		}
 	}
 
@@ -124,6 +153,12 @@ func TestWorktreeStateAgreesWithGitStatus(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pushed).NotTo(BeEmpty())
 	check("a commit", s.dir, s.tree, true, true)
+	s.Close()
+
+	s = open()
+	_, err = s.WriteBack(ctx, author, func(string, *History) (Edit, error) { return Edit{Files: []string{}}, nil })
+	g.Expect(err).NotTo(HaveOccurred())
+	check("an edit that names no file written", s.dir, s.tree, true, true)
 	s.Close()
 
 	// Someone stages a file in the kept clone between two uses.

@@ -14,33 +14,42 @@ import (
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
 
-// expectCheckedOut checks with the git CLI that the working tree and index
-// of s hold exactly the commit sha: nothing staged, changed or untracked.
+// expectCheckedOut checks with the git CLI that HEAD and the working tree
+// of s hold exactly the commit sha: nothing changed or untracked, compared
+// with an index read from HEAD, since the clone's own may hold an older
+// commit.
 func expectCheckedOut(t *testing.T, g *WithT, s *gitrepo.Session, sha string) {
 	t.Helper()
 	out, err := runGit(t, s.Dir(), nil, "rev-parse", "HEAD")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(Equal(sha))
-	out, err = runGit(t, s.Dir(), nil, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all", "--ignored=no")
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
+	out, err = runGit(t, s.Dir(), env, "read-tree", "HEAD")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	out, err = runGit(t, s.Dir(), env, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all", "--ignored=no")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(BeEmpty(), "the working tree is exactly the commit")
 }
 
 // reshape is an edit that adds, changes and deletes files, turns the file
 // README.md into a directory and the directory clusters/prod into a file.
-func reshape(dir string, _ *gitrepo.History) (string, error) {
+func reshape(dir string, _ *gitrepo.History) (gitrepo.Edit, error) {
 	if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
-		return "", err
+		return gitrepo.Edit{}, err
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "clusters/prod")); err != nil {
-		return "", err
+		return gitrepo.Edit{}, err
 	}
-	return writeFiles(map[string]string{
+	edit, err := writeFiles(map[string]string{
 		"README.md/index.md":       "# fleet, as a folder\n",
 		"clusters/prod":            "image: ghcr.io/acme/agent:1.4.2\n",
 		"clusters/staging/a.yaml":  "image: ghcr.io/acme/app:2.1.0\n",
 		"docs/deep/down/notes.txt": "notes\n",
 	})(dir, nil)
+	// The files of the directory removed are not named: the whole working
+	// tree is compared.
+	edit.Files = nil
+	return edit, err
 }
 
 func TestOpenMovesTheKeptTreeToTheNewTip(t *testing.T) {
@@ -85,15 +94,17 @@ func TestWriteBackCommitsAddedChangedAndRemovedFiles(t *testing.T) {
 	remote := newRemote(t, srv.InitRepo(t, "fleet", "main", files), nil)
 	s := open(t, newCache(t), remote, "main", "")
 
-	sha, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (string, error) {
+	sha, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (gitrepo.Edit, error) {
 		if err := os.Remove(filepath.Join(dir, "README.md")); err != nil {
-			return "", err
+			return gitrepo.Edit{}, err
 		}
-		return writeFiles(map[string]string{
+		edit, err := writeFiles(map[string]string{
 			agentPath:                  "image: ghcr.io/acme/agent:1.4.2\n",
 			"clusters/staging/a.yaml":  "image: ghcr.io/acme/app:2.1.0\n",
 			"clusters/staging/new.tmp": "ignored\n",
 		})(dir, nil)
+		edit.Files = append(edit.Files, "README.md")
+		return edit, err
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 
@@ -127,9 +138,9 @@ func TestDirtyTreeLeftByAFailedEditIsResetOnTheNextUse(t *testing.T) {
 				cache := newCache(t)
 
 				s := open(t, cache, remote, "main", "")
-				_, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (string, error) {
+				_, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (gitrepo.Edit, error) {
 					spoil(g, dir)
-					return "", errors.New("rendering failed")
+					return gitrepo.Edit{}, errors.New("rendering failed")
 				})
 				g.Expect(err).To(MatchError(ContainSubstring("rendering failed")))
 				s.Close()

@@ -7,16 +7,20 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/utils/merkletrie"
 
 	"github.com/uprev-dev/uprev/internal/confined"
@@ -27,18 +31,33 @@ import (
 const DefaultPushAttempts = 5
 
 // EditFunc changes files in the working tree dir and returns the message of
-// the commit that records the change, or "" when it changed nothing. The
-// message comes from the edit because it lists what changed, which can
-// differ between attempts. WriteBack runs it again, on a fresh working
-// tree, each time a push is rejected because the remote branch moved. Even
-// with a message, nothing is committed when git sees no change.
+// the commit that records the change, "" when it changed nothing, and the
+// files it wrote. The message comes from the edit because it lists what
+// changed, which can differ between attempts. WriteBack runs it again, on a
+// fresh working tree, each time a push is rejected because the remote
+// branch moved. Even with a message, nothing is committed when git sees no
+// change.
 //
 // history is the history of the branch and the push branch as fetched for
 // this attempt: the working tree is built on their tips. Whatever rules
 // what may be written (the holds of reverts) is read from it on every
 // attempt, so that what is pushed is judged against the history it lands
 // on, also when someone pushed a revert just before.
-type EditFunc func(dir string, history *History) (message string, err error)
+type EditFunc func(dir string, history *History) (Edit, error)
+
+// Edit is what an EditFunc did.
+type Edit struct {
+	// Message is the message of the commit, "" when nothing changed.
+	Message string
+	// Files are the files the edit wrote or removed, slash-separated and
+	// relative to dir, every one of them. With them, the commit is built
+	// from its parent's tree by replacing those files' blobs and the trees
+	// along their paths, which costs what changed, and the working tree is
+	// known to hold the commit afterwards; empty (not nil) says the edit
+	// wrote nothing. Nil means the edit does not know: the whole working
+	// tree is compared with the index.
+	Files []string
+}
 
 // WriteBackOptions describes the commit WriteBack makes.
 type WriteBackOptions struct {
@@ -147,7 +166,6 @@ func (s *Session) startCommit() ([]plumbing.Hash, error) {
 	if err := s.resetTo(s.pushTip); err != nil {
 		return nil, err
 	}
-	s.tree.invalidate()
 	if err := s.mergeIntoWorktree(pushCommit, tipCommit); err != nil {
 		return nil, fmt.Errorf("merging branch %q into %q: %w", s.branch, s.pushBranch, err)
 	}
@@ -178,6 +196,12 @@ func (s *Session) mergeIntoWorktree(ours, theirs *object.Commit) error {
 	if err != nil {
 		return fmt.Errorf("comparing trees: %w", err)
 	}
+	idx, err := s.currentIndex()
+	if err != nil {
+		return err
+	}
+	// From here on, the working tree and the index hold more than HEAD.
+	s.tree.invalidate()
 	root, err := s.worktree()
 	if err != nil {
 		return err
@@ -206,7 +230,7 @@ func (s *Session) mergeIntoWorktree(ours, theirs *object.Commit) error {
 			return err
 		}
 	}
-	return s.stage(paths)
+	return s.stageInto(idx, paths)
 }
 
 // writeEntry writes the blob of a tree entry to path in the working tree
@@ -246,23 +270,48 @@ func (s *Session) writeEntry(root *confined.Root, path string, entry object.Tree
 }
 
 // commit runs edit and commits what it changed with parents, returning the
-// zero hash when nothing changed.
+// zero hash when nothing changed. When the working tree held exactly the
+// tree of the one parent and the edit names the files it wrote, the commit
+// is built from the parent's tree (commitFiles); otherwise from the index,
+// after comparing the working tree with it.
 func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit EditFunc) (plumbing.Hash, error) {
 	s.editBase = plumbing.ZeroHash
 	if s.tree.cleanAt(s.dir, s.tree.commit) {
 		s.editBase = s.tree.commit
 	}
+	before := s.tree
 	s.tree = s.tree.handedOver()
-	message, err := edit(s.dir, s.History(HistoryOptions{}))
+	done, err := edit(s.dir, s.History(HistoryOptions{}))
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("editing files: %w", err)
 	}
-	if message == "" {
+	if done.Files != nil && len(done.Files) == 0 && !s.editBase.IsZero() {
+		// Nothing written: the working tree is as clean as it was.
+		s.tree, s.handedOut = before, false
 		return plumbing.ZeroHash, nil
 	}
-	idx, err := s.repo.Storer.Index()
+	if done.Message == "" {
+		return plumbing.ZeroHash, nil
+	}
+	who := object.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail, When: time.Now()}
+	if done.Files != nil && len(parents) == 1 && parents[0] == s.editBase {
+		hash, built, err := s.commitFiles(parents[0], done, who, opts.Signer)
+		if err != nil || built {
+			if err == nil {
+				// The working tree holds the commit's tree (the parent's when
+				// nothing changed): what the edit wrote is committed. The
+				// index stays behind.
+				s.tree, s.handedOut = before, false
+				if !hash.IsZero() {
+					s.tree = before.moved(hash)
+				}
+			}
+			return hash, err
+		}
+	}
+	idx, err := s.currentIndex()
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("reading the index: %w", err)
+		return plumbing.ZeroHash, err
 	}
 	paths, err := s.worktreeChanges(idx)
 	if err != nil {
@@ -278,10 +327,9 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("opening the working tree: %w", err)
 	}
-	who := &object.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail, When: time.Now()}
-	commitOpts := &git.CommitOptions{Author: who, Committer: who, Parents: parents}
+	commitOpts := &git.CommitOptions{Author: &who, Committer: &who, Parents: parents}
 	opts.Signer.apply(commitOpts)
-	hash, err := w.Commit(message, commitOpts)
+	hash, err := w.Commit(done.Message, commitOpts)
 	if errors.Is(err, git.ErrEmptyCommit) {
 		return plumbing.ZeroHash, nil
 	}
@@ -296,18 +344,9 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 	return hash, nil
 }
 
-// stage stores the working tree's version of each path as a blob and
-// updates the index in one write, as `git add --all <paths>` would; a path
-// missing from the working tree leaves the index.
-func (s *Session) stage(paths []string) error {
-	idx, err := s.repo.Storer.Index()
-	if err != nil {
-		return fmt.Errorf("reading the index: %w", err)
-	}
-	return s.stageInto(idx, paths)
-}
-
-// stageInto is stage on the index idx, read from the repository.
+// stageInto stores the working tree's version of each path as a blob and
+// updates idx with them, then writes it in one write, as `git add --all
+// <paths>` would; a path missing from the working tree leaves the index.
 func (s *Session) stageInto(idx *index.Index, paths []string) error {
 	// From here on, the index holds more than HEAD.
 	s.tree.invalidate()
@@ -394,19 +433,110 @@ func (s *Session) pushed(commit plumbing.Hash) error {
 }
 
 // push pushes commit to ref, without force, within the remote's timeout.
+// It sends a pack of the objects the remote lacks as newObjects finds them
+// from the commit's parents, which the remote holds, where go-git's push
+// walks the history and trees of every ref the remote has to find them:
+// a push costs what the commit changed. A ref that the remote holds at a
+// commit that is not an ancestor of commit is not pushed (a non-fast-
+// forward update); the remote refuses the update as well if the ref moves
+// in between, since the update names the commit it replaces.
 func (s *Session) push(ctx context.Context, commit plumbing.Hash, ref plumbing.ReferenceName, options map[string]string) error {
-	spec := config.RefSpec(fmt.Sprintf("%s:%s", commit, ref))
-	err := s.remote.withDeadline(ctx, "pushing to", func(ctx context.Context, proxy transport.ProxyOptions) error {
-		return s.origin(s.repo).PushContext(ctx, &git.PushOptions{
-			RemoteName:   s.clone.name,
-			RefSpecs:     []config.RefSpec{spec},
-			Auth:         s.remote.auth,
-			CABundle:     s.remote.caBundle,
-			Options:      options,
-			ProxyOptions: proxy,
-		})
+	objects, err := s.newObjects(commit)
+	if err != nil {
+		return fmt.Errorf("finding the objects to push: %w", err)
+	}
+	cfg, err := s.repo.Storer.Config()
+	if err != nil {
+		return fmt.Errorf("reading the clone's configuration: %w", err)
+	}
+	err = s.remote.withDeadline(ctx, "pushing to", func(ctx context.Context, proxy transport.ProxyOptions) (err error) {
+		ep, err := transport.NewEndpoint(s.remote.URL)
+		if err != nil {
+			return err
+		}
+		ep.CaBundle, ep.Proxy = s.remote.caBundle, proxy
+		c, err := client.NewClient(ep)
+		if err != nil {
+			return err
+		}
+		session, err := c.NewReceivePackSession(ep, s.remote.auth)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, session.Close()) }()
+		adv, err := session.AdvertisedReferencesContext(ctx)
+		if err != nil {
+			return err
+		}
+		refs, err := adv.AllReferences()
+		if err != nil {
+			return err
+		}
+		old := plumbing.ZeroHash
+		if r, err := refs.Reference(ref); err == nil {
+			old = r.Hash()
+		} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return err
+		}
+		if old == commit {
+			return git.NoErrAlreadyUpToDate
+		}
+		if ff, err := s.isAncestor(old, commit); err != nil || !ff {
+			return errors.Join(err, fmt.Errorf("non-fast-forward update: %s", ref))
+		}
+		req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
+		if adv.Capabilities.Supports(capability.PushOptions) {
+			_ = req.Capabilities.Set(capability.PushOptions) // a known capability without arguments
+			for k, v := range options {
+				req.Options = append(req.Options, &packp.Option{Key: k, Value: v})
+			}
+		}
+		req.Commands = []*packp.Command{{Name: ref, Old: old, New: commit}}
+		pack, w := io.Pipe()
+		req.Packfile = pack
+		encoded := make(chan error, 1)
+		go func() {
+			_, err := packfile.NewEncoder(w, s.repo.Storer, !adv.Capabilities.Supports(capability.OFSDelta)).Encode(objects, cfg.Pack.Window)
+			encoded <- w.CloseWithError(err)
+		}()
+		status, err := session.ReceivePack(ctx, req)
+		if err != nil {
+			_ = pack.Close() // ends the encoder's writes; the push failed already
+			return errors.Join(err, <-encoded)
+		}
+		if err := <-encoded; err != nil {
+			return fmt.Errorf("encoding the pack: %w", err)
+		}
+		if status != nil {
+			return status.Error()
+		}
+		return nil
 	})
 	return classify(err)
+}
+
+// isAncestor reports whether old is zero (a new ref) or commit or one of
+// its ancestors. A parent of commit, the usual case, is found without
+// walking the history.
+func (s *Session) isAncestor(old, commit plumbing.Hash) (bool, error) {
+	if old.IsZero() || old == commit {
+		return true, nil
+	}
+	c, err := s.repo.CommitObject(commit)
+	if err != nil {
+		return false, fmt.Errorf("reading commit %s: %w", commit, err)
+	}
+	if slices.Contains(c.ParentHashes, old) {
+		return true, nil
+	}
+	o, err := s.repo.CommitObject(old)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading commit %s: %w", old, err)
+	}
+	return o.IsAncestor(c)
 }
 
 // alsoPush pushes the commit, now on the push branch, to opts.AlsoPushTo.

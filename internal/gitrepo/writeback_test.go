@@ -92,9 +92,9 @@ func TestWriteBackNothingChanged(t *testing.T) {
 	cache := newCache(t)
 
 	for name, edit := range map[string]gitrepo.EditFunc{
-		"edit reports no change": func(string, *gitrepo.History) (string, error) { return "", nil },
+		"edit reports no change": func(string, *gitrepo.History) (gitrepo.Edit, error) { return gitrepo.Edit{}, nil },
 		"same content rewritten": writeFiles(map[string]string{agentPath: seedFiles[agentPath]}),
-		"nothing written at all": func(string, *gitrepo.History) (string, error) { return commitMessage, nil },
+		"nothing written at all": func(string, *gitrepo.History) (gitrepo.Edit, error) { return gitrepo.Edit{Message: commitMessage}, nil },
 		"for a push branch, too": writeFiles(map[string]string{agentPath: seedFiles[agentPath]}),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -122,10 +122,10 @@ func TestWriteBackLeavesNoTraceForTheNextUse(t *testing.T) {
 	cache := newCache(t)
 
 	s := open(t, cache, remote, "main", "")
-	_, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (string, error) {
+	_, err := s.WriteBack(context.Background(), author, func(dir string, _ *gitrepo.History) (gitrepo.Edit, error) {
 		g.Expect(os.WriteFile(filepath.Join(dir, "stray.yaml"), []byte("x"), 0o644)).To(Succeed())
 		g.Expect(os.WriteFile(filepath.Join(dir, agentPath), []byte("half-written"), 0o644)).To(Succeed())
-		return "", errors.New("rendering failed")
+		return gitrepo.Edit{}, errors.New("rendering failed")
 	})
 	g.Expect(err).To(MatchError(ContainSubstring("rendering failed")))
 	s.Close()
@@ -144,14 +144,14 @@ func TestWriteBackKeepsConcurrentCommit(t *testing.T) {
 	var theirs string
 	var seen []string // the tip of main in the history each attempt is given
 	edits := 0
-	sha, err := s.WriteBack(context.Background(), author, func(dir string, history *gitrepo.History) (string, error) {
+	sha, err := s.WriteBack(context.Background(), author, func(dir string, history *gitrepo.History) (gitrepo.Edit, error) {
 		edits++
 		_, err := history.Walk("main", func(sha, _ string) bool {
 			seen = append(seen, sha)
 			return false
 		})
 		if err != nil {
-			return "", err
+			return gitrepo.Edit{}, err
 		}
 		if theirs == "" {
 			// Someone pushes between our fetch and our push.
@@ -181,7 +181,7 @@ func TestWriteBackGivesUpWhenBranchKeepsMoving(t *testing.T) {
 	edits := 0
 	opts := author
 	opts.MaxAttempts = 3
-	_, err := s.WriteBack(context.Background(), opts, func(dir string, _ *gitrepo.History) (string, error) {
+	_, err := s.WriteBack(context.Background(), opts, func(dir string, _ *gitrepo.History) (gitrepo.Edit, error) {
 		edits++
 		srv.CommitFile(t, "fleet", "uprev/updates", "busy.yaml", string(rune('a'+edits)), "Someone else again")
 		return writeFiles(map[string]string{agentPath: "image: ghcr.io/acme/agent:1.4.2\n"})(dir, nil)

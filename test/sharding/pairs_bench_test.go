@@ -69,6 +69,7 @@ func BenchmarkImagePairs(b *testing.B) {
 			byKind[k] += v - before[k]
 			requests += v - before[k]
 		}
+		logEventReasons(b, admin, ns)
 		// The benchmark's own requests: the namespace, the objects and
 		// the polls.
 		byKind["POST namespaces"]--
@@ -88,6 +89,27 @@ func BenchmarkImagePairs(b *testing.B) {
 	}
 	sort.Strings(kinds)
 	b.Logf("API requests per pair by verb and resource: %s", strings.Join(kinds, ", "))
+}
+
+// logEventReasons logs how many events the pairs of namespace ns got, by
+// kind and reason, which says which of them go beyond one Ready event per
+// object. It reads after the requests were counted.
+func logEventReasons(b *testing.B, admin client.Client, ns string) {
+	b.Helper()
+	var events corev1.EventList
+	if err := admin.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	reasons := map[string]int32{}
+	for _, e := range events.Items {
+		reasons[e.InvolvedObject.Kind+" "+e.Reason] += max(e.Count, 1)
+	}
+	var parts []string
+	for k, v := range reasons {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(v)/benchPairs))
+	}
+	sort.Strings(parts)
+	b.Logf("events per pair by kind and reason: %s", strings.Join(parts, ", "))
 }
 
 // createPairs creates namespace ns with benchPairs ImageRepositories, each
