@@ -38,14 +38,7 @@ var storagePath string
 var testRegistryOptions = registry.ScannerOptions{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 
 func TestMain(m *testing.M) {
-	log, err := testlog.Start("controllers")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := runSuite(m)
-	log.Stop(code)
-	os.Exit(code)
+	os.Exit(testlog.Run("controllers", func() int { return runSuite(m) }))
 }
 
 // runSuite starts a real control plane and the manager with every

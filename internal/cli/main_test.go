@@ -38,14 +38,7 @@ var (
 var now = time.Now().Add(72*time.Hour + 30*time.Minute)
 
 func TestMain(m *testing.M) {
-	log, err := testlog.Start("cli")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := runSuite(m)
-	log.Stop(code)
-	os.Exit(code)
+	os.Exit(testlog.Run("cli", func() int { return runSuite(m) }))
 }
 
 // runSuite starts the control plane, runs the tests and stops it.

@@ -47,20 +47,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	log, err := testlog.Start("webhook")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if shared != nil {
-		if err := shared.stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
+	os.Exit(testlog.Run("webhook", func() int {
+		code := m.Run()
+		if shared != nil {
+			if err := shared.stop(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				code = 1
+			}
 		}
-	}
-	log.Stop(code)
-	os.Exit(code)
+		return code
+	}))
 }
 
 // startControlPlane returns the shared control plane, starting it for the

@@ -37,22 +37,15 @@ var (
 const intervalJitter = 0.05
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
+	// The manager's log goes to a file, printed when the run fails, so
+	// that benchmark figures and test output stay readable.
+	os.Exit(testlog.Run("e2e", func() int { return runSuite(m) }))
 }
 
 // runSuite starts a control plane and the uprev manager with every
 // controller and the webhook receivers, runs the tests and benchmarks, and
 // stops everything, including the remote clusters tests started.
 func runSuite(m *testing.M) int {
-	// The manager's log goes to a file, printed when the run fails, so
-	// that benchmark figures and test output stay readable.
-	log, err := testlog.Start("e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	code := 1
-	defer func() { log.Stop(code) }()
 	// A nil source would give jitter its own math/rand.Rand, which is not
 	// safe for concurrent use and which the reconcilers would race on.
 	jitter.SetGlobalIntervalJitter(intervalJitter, controllers.JitterRand())
@@ -107,7 +100,7 @@ func runSuite(m *testing.M) int {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 
-	code = m.Run()
+	code := m.Run()
 
 	cancel()
 	if err := <-done; err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/tarpit"
 	"github.com/uprev-dev/uprev/internal/webhook"
@@ -86,7 +86,7 @@ func markedFile(policy int) string {
 func BenchmarkSoak(b *testing.B) {
 	g := NewWithT(b)
 	fleet := startSoakFleet(b)
-	hooks := freeAddr(b)
+	hooks := manager.FreeAddr(b)
 	mgr := startManager(b, "--webhook-addr="+hooks)
 	startSoakAttacker(b)
 	fleet.expectSettled(b, g, 5*time.Minute)
@@ -117,17 +117,6 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 		return 0
 	}
 	return sorted[(len(sorted)-1)*p/100]
-}
-
-// freeAddr returns a free address of 127.0.0.1 for the manager to bind.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // startSoakFleet makes the good tenants' registry, Git repositories and

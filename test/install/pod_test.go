@@ -1,7 +1,6 @@
 package install
 
 import (
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -49,7 +49,7 @@ func managerRunsAsThePod(t *testing.T, c *cluster.Cluster, cl client.Client) {
 
 	var dep appsv1.Deployment
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "uprev"}, &dep)).To(Succeed())
-	health := freeLoopbackAddr(t)
+	health := manager.FreeAddr(t)
 	// The Pod's volume, ports and namespace, which a Pod has and a
 	// process here does not.
 	args := append([]string{"run"}, podArgs(dep.Spec.Template.Spec.Containers[0].Args, map[string]string{
@@ -138,17 +138,6 @@ func serviceAccountKubeConfig(t *testing.T, c *cluster.Cluster, cl client.Client
 		t.Fatal(err)
 	}
 	return path
-}
-
-// freeLoopbackAddr returns a loopback address with a port free at the time.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // withScheme returns a client of c that knows every kind uprev serves.

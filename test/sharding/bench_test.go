@@ -3,7 +3,6 @@ package sharding
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"testing"
@@ -139,7 +138,7 @@ func startShardManagers(b *testing.B, bin, kubeconfig string, n int) []shardMana
 	}
 	var procs []shardManager
 	for _, sel := range selectors {
-		addr := freeAddr(b)
+		addr := manager.FreeAddr(b)
 		p := manager.Start(b, bin, kubeconfig, b.TempDir(),
 			"--controllers="+controllers.ImageScanning, "--watch-label-selector="+sel,
 			"--log-level=info", "--metrics-addr="+addr, "--metrics-secure=false")
@@ -225,15 +224,4 @@ func scrape(b *testing.B, cfg *rest.Config, url string) map[string]*dto.MetricFa
 		b.Fatalf("parsing %s: %v", url, err)
 	}
 	return families
-}
-
-// freeAddr returns a loopback address with a port free at the time.
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,7 +31,7 @@ import (
 func TestMetricsNeedAnAuthorizedClient(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	addr := freeAddr(t)
+	addr := manager.FreeAddr(t)
 	startManager(t, "--metrics-addr="+addr)
 	ns := newNamespace(t, "metrics")
 
@@ -108,17 +109,6 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 		t.Fatalf("requesting a token of %s/%s: %v", ns, name, err)
 	}
 	return req.Status.Token
-}
-
-// freeAddr returns a loopback address with a port free at the time.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // repoRoot is the repository root, found from this file's location.

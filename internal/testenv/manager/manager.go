@@ -5,6 +5,7 @@ package manager
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,4 +202,16 @@ func RunSuite(m *testing.M, name string, use func(*Cluster) error) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// FreeAddr returns a loopback address with a port free at the time, for a
+// manager's --metrics-addr, --health-addr or --webhook-addr.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -18,6 +18,20 @@ import (
 // tailBytes bounds what a failed suite prints of the log.
 const tailBytes = 8 << 10
 
+// Run runs a suite (run returns its exit code) with its manager's log in
+// a file, as Start and Stop keep it, and returns the exit code: a
+// TestMain is os.Exit(testlog.Run("name", func() int { ... m.Run() ... })).
+func Run(suite string, run func() int) int {
+	log, err := Start(suite)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := run()
+	log.Stop(code)
+	return code
+}
+
 // Log is the manager log of one test suite.
 type Log struct {
 	file *os.File
