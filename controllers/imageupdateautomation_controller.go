@@ -151,7 +151,7 @@ func (r *ImageUpdateAutomationReconciler) Reconcile(ctx context.Context, req ctr
 		}
 		r.engineStatus.Store(req.NamespacedName, run.auto.Status)
 		if run.rules != nil { // else the run stopped before it read them
-			if err := r.publishHolds(ctx, obj, run.auto.Status.Holds); err != nil {
+			if err := r.publishHolds(ctx, obj, run.auto.Status.Holds, run.auto.Status.RefusedDowngrades); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Publishing holds")
 			}
 		}
@@ -159,16 +159,17 @@ func (r *ImageUpdateAutomationReconciler) Reconcile(ctx context.Context, req ctr
 	})
 }
 
-// publishHolds writes holds, the holds in force, into obj's annotation
+// publishHolds writes holds, the holds in force, and refused, the
+// downgrades the run refused, into obj's annotation
 // uprevv1.HoldsAnnotation (the object's status has no field for them), or
-// removes it when there are none; it sends nothing when the annotation
+// removes it when there are neither; it sends nothing when the annotation
 // says so already. The merge patch names only that annotation, owned by
 // the manager's field manager, so it leaves every other field (and their
 // owners, such as a GitOps tool applying the object) alone; a patch that
 // fails is logged by the caller and made again at the next run, the
 // annotation then still differing.
-func (r *ImageUpdateAutomationReconciler) publishHolds(ctx context.Context, obj *iacv1.ImageUpdateAutomation, holds []uprevv1.Hold) error {
-	value := uprevv1.EncodeHolds(holds)
+func (r *ImageUpdateAutomationReconciler) publishHolds(ctx context.Context, obj *iacv1.ImageUpdateAutomation, holds []uprevv1.Hold, refused []uprevv1.RefusedDowngrade) error {
+	value := uprevv1.EncodeHolds(holds, refused...)
 	current, published := obj.Annotations[uprevv1.HoldsAnnotation]
 	if value == current && (value != "" || !published) {
 		return nil

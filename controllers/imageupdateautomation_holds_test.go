@@ -97,3 +97,47 @@ func TestImageUpdateAutomationPublishesHolds(t *testing.T) {
 	}).Should(Succeed())
 	g.Expect(auto.Annotations).To(HaveKey(uprevv1.HoldReleaseAnnotation))
 }
+
+// TestImageUpdateAutomationPublishesRefusedDowngrades: the downgrades a
+// Flux ImageUpdateAutomation refuses (Git holds a higher version than its
+// policy selects), which its status has no field for, are published in the
+// same annotation as the holds, with no commit made; once the policy
+// selects Git's version again, nothing is refused and the annotation is
+// removed.
+func TestImageUpdateAutomationPublishesRefusedDowngrades(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newAutomationFixture(t, []string{"1.0.0", "1.5.0", "2.0.0"}, map[string]string{
+		"clusters/my-cluster/agent.yaml": withVersion(agentMarked, "2.0.0"),
+	}, gitserver.WithBasicAuth("flux", "s3cret"))
+	pol := newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0 <2.0.0"))
+	waitForLatestTag(t, pol, "1.5.0")
+	base := f.tip("main")
+	f.fluxSource()
+	auto := f.fluxAutomation()
+
+	refused := []uprevv1.RefusedDowngrade{{Policy: f.ns + "/agent", File: "clusters/my-cluster/agent.yaml", Current: "2.0.0", Selected: "1.5.0"}}
+	g.Eventually(func(g Gomega) {
+		p, err := uprevv1.DecodeHolds(getFluxAutomation(g, auto).Annotations[uprevv1.HoldsAnnotation])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(p).To(Equal(uprevv1.PublishedHolds{RefusedDowngrades: refused}))
+		g.Expect(conditions.IsReady(auto)).To(BeTrue())
+		g.Expect(conditions.GetMessage(auto, meta.ReadyCondition)).To(ContainSubstring("1 downgrades refused"))
+	}).Should(Succeed())
+	g.Expect(f.tip("main")).To(Equal(base), "the downgrade is not written")
+	g.Expect(auto.Status.LastPushCommit).To(BeEmpty())
+
+	// The policy selects Git's version again: nothing is refused any more.
+	g.Eventually(func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pol), pol); err != nil {
+			return err
+		}
+		pol.Spec.Policy = semverChoice(">=1.0.0")
+		return k8s.Update(ctx, pol)
+	}).Should(Succeed())
+	waitForLatestTag(t, pol, "2.0.0")
+	g.Eventually(func(g Gomega) {
+		g.Expect(getFluxAutomation(g, auto).Annotations).NotTo(HaveKey(uprevv1.HoldsAnnotation))
+	}).Should(Succeed())
+	g.Expect(f.tip("main")).To(Equal(base))
+}

@@ -8,49 +8,74 @@ import (
 	"strings"
 )
 
-// HoldsAnnotation is where the manager publishes the holds of a Flux
-// ImageUpdateAutomation, whose status has no field for them: compact JSON
-// of PublishedHolds, owned by the manager's field manager (uprev), written
-// with a merge patch only when the holds in force change, and removed when
-// none are left. An UpdateAutomation reports its holds in status.holds
-// instead and never carries it.
+// HoldsAnnotation is where the manager publishes the holds and refused
+// downgrades of a Flux ImageUpdateAutomation, whose status has no field
+// for them: compact JSON of PublishedHolds, owned by the manager's field
+// manager (uprev), written with a merge patch only when its value
+// changes, and removed when neither is left. An UpdateAutomation reports
+// them in status.holds and status.refusedDowngrades instead and never
+// carries it.
 const HoldsAnnotation = "status.uprev.dev/holds"
 
-// MaxPublishedHolds bounds the holds HoldsAnnotation lists: past it, the
-// first MaxPublishedHolds (by policy and version) are listed and Omitted
-// counts the rest, so that the annotation stays far below the API
-// server's 256 KiB limit on all of an object's annotations: a hold takes
-// at most about 550 bytes, the annotation at most about 55 KiB.
+// MaxPublishedHolds bounds each list HoldsAnnotation carries (holds,
+// refused downgrades): past it, the first MaxPublishedHolds of the list
+// (sorted) are listed and its omitted count gives the rest, so that the
+// annotation stays far below the API server's 256 KiB limit on all of an
+// object's annotations: a hold takes at most about 550 bytes, a refused
+// downgrade about 700 with a file path of 200 bytes, the annotation so
+// about 125 KiB at most.
 const MaxPublishedHolds = 100
 
 // PublishedHolds is the value of HoldsAnnotation.
 type PublishedHolds struct {
 	// Holds are the holds in force, by policy and version.
-	Holds []Hold `json:"holds"`
+	// +optional
+	Holds []Hold `json:"holds,omitempty"`
 	// Omitted counts the holds in force left out past MaxPublishedHolds.
 	// +optional
 	Omitted int `json:"omitted,omitempty"`
+	// RefusedDowngrades are the changes the last run did not make because
+	// Git holds a higher version, by policy and file. Values written
+	// before they were published have none.
+	// +optional
+	RefusedDowngrades []RefusedDowngrade `json:"refusedDowngrades,omitempty"`
+	// RefusedOmitted counts the refused downgrades left out past
+	// MaxPublishedHolds.
+	// +optional
+	RefusedOmitted int `json:"refusedOmitted,omitempty"`
 }
 
 // EncodeHolds returns the HoldsAnnotation value of holds (the holds in
-// force), "" when there are none.
-func EncodeHolds(holds []Hold) string {
-	if len(holds) == 0 {
+// force) and refused (the downgrades the last run refused), "" when there
+// are neither.
+func EncodeHolds(holds []Hold, refused ...RefusedDowngrade) string {
+	if len(holds) == 0 && len(refused) == 0 {
 		return ""
 	}
-	sorted := slices.Clone(holds)
-	slices.SortFunc(sorted, func(a, b Hold) int {
+	var p PublishedHolds
+	p.Holds, p.Omitted = firstPublished(holds, func(a, b Hold) int {
 		return cmp.Or(strings.Compare(a.Policy, b.Policy), strings.Compare(a.Version, b.Version), strings.Compare(a.RevertedIn, b.RevertedIn))
 	})
-	p := PublishedHolds{Holds: sorted}
-	if len(sorted) > MaxPublishedHolds {
-		p = PublishedHolds{Holds: sorted[:MaxPublishedHolds], Omitted: len(sorted) - MaxPublishedHolds}
-	}
-	data, _ := json.Marshal(p) // strings and an int: it cannot fail
+	p.RefusedDowngrades, p.RefusedOmitted = firstPublished(refused, func(a, b RefusedDowngrade) int {
+		return cmp.Or(strings.Compare(a.Policy, b.Policy), strings.Compare(a.File, b.File), strings.Compare(a.Current, b.Current), strings.Compare(a.Selected, b.Selected))
+	})
+	data, _ := json.Marshal(p) // strings and ints: it cannot fail
 	return string(data)
 }
 
-// DecodeHolds reads a HoldsAnnotation value; "" is no holds.
+// firstPublished returns a sorted copy of items cut to MaxPublishedHolds,
+// and how many were cut.
+func firstPublished[T any](items []T, compare func(a, b T) int) ([]T, int) {
+	sorted := slices.Clone(items)
+	slices.SortFunc(sorted, compare)
+	if len(sorted) > MaxPublishedHolds {
+		return sorted[:MaxPublishedHolds], len(sorted) - MaxPublishedHolds
+	}
+	return sorted, 0
+}
+
+// DecodeHolds reads a HoldsAnnotation value; "" is no holds and no
+// refused downgrades.
 func DecodeHolds(value string) (PublishedHolds, error) {
 	var p PublishedHolds
 	if value == "" {

@@ -25,6 +25,29 @@ func TestHoldsAnnotationRoundTrip(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p).To(Equal(PublishedHolds{Holds: []Hold{holds[1], holds[0]}}))
 
+	// Refused downgrades go in the same value, sorted; with no hold, only
+	// they are written.
+	refused := []RefusedDowngrade{
+		{Policy: "fleet/web", File: "apps/web.yaml", Current: "3.0.0", Selected: "2.9.0"},
+		{Policy: "fleet/agent", File: "apps/agent.yaml", Current: "2.0.0", Selected: "1.5.0"},
+	}
+	value = EncodeHolds(holds, refused...)
+	p, err = DecodeHolds(value)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal(PublishedHolds{Holds: []Hold{holds[1], holds[0]}, RefusedDowngrades: []RefusedDowngrade{refused[1], refused[0]}}))
+	g.Expect(refused[0].Policy).To(Equal("fleet/web"), "the caller's slice is left as it was")
+	value = EncodeHolds(nil, refused[1])
+	g.Expect(value).To(Equal(`{"refusedDowngrades":[{"policy":"fleet/agent","file":"apps/agent.yaml","current":"2.0.0","selected":"1.5.0"}]}`))
+	p, err = DecodeHolds(value)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal(PublishedHolds{RefusedDowngrades: refused[1:]}))
+
+	// A value written before refused downgrades were published reads as
+	// before.
+	p, err = DecodeHolds(`{"holds":[{"policy":"fleet/agent","version":"1.1.0","revertedIn":"aaa"}],"omitted":2}`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal(PublishedHolds{Holds: holds[1:], Omitted: 2}))
+
 	_, err = DecodeHolds("{not json")
 	g.Expect(err).To(MatchError(ContainSubstring("reading annotation " + HoldsAnnotation)))
 }
@@ -39,4 +62,12 @@ func TestHoldsAnnotationIsBounded(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Holds).To(Equal(holds[:MaxPublishedHolds]))
 	g.Expect(p.Omitted).To(Equal(7))
+
+	var refused []RefusedDowngrade
+	for i := range MaxPublishedHolds + 3 {
+		refused = append(refused, RefusedDowngrade{Policy: fmt.Sprintf("fleet/p%03d", i), File: "apps/p.yaml", Current: "2.0.0", Selected: "1.0.0"})
+	}
+	p, err = DecodeHolds(EncodeHolds(holds[:1], refused...))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal(PublishedHolds{Holds: holds[:1], RefusedDowngrades: refused[:MaxPublishedHolds], RefusedOmitted: 3}))
 }

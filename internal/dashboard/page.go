@@ -81,9 +81,15 @@ type Automation struct {
 	// HoldsOmitted counts the holds an ImageUpdateAutomation's annotation
 	// does not list (past uprevv1.MaxPublishedHolds).
 	HoldsOmitted int
-	// RefusedDowngrades are the changes it does not make (an
-	// UpdateAutomation's; Flux's status has no field for them).
+	// RefusedDowngrades are the changes it does not make: an
+	// UpdateAutomation's status.refusedDowngrades, or what the manager
+	// publishes in an ImageUpdateAutomation's annotation
+	// uprevv1.HoldsAnnotation.
 	RefusedDowngrades []uprevv1.RefusedDowngrade
+	// RefusedOmitted counts the refused downgrades an
+	// ImageUpdateAutomation's annotation does not list (past
+	// uprevv1.MaxPublishedHolds).
+	RefusedOmitted int
 	// Policies are the versions of its policies it last saw, by policy.
 	Policies []ObservedPolicy
 }
@@ -262,6 +268,7 @@ func automationsOf(autos []uprevv1.UpdateAutomation, flux []iacv1.ImageUpdateAut
 			errs = append(errs, fmt.Sprintf("%s %s/%s: %v", v.Kind, a.Namespace, a.Name, err))
 		}
 		v.HoldsOmitted = published.Omitted
+		v.RefusedDowngrades, v.RefusedOmitted = published.RefusedDowngrades, published.RefusedOmitted
 		observed := make(map[string]uprevv1.ImageRef, len(a.Status.ObservedPolicies))
 		for name, ref := range a.Status.ObservedPolicies {
 			observed[name] = uprevv1.ImageRef{Name: ref.Name, Tag: ref.Tag, Digest: ref.Digest}

@@ -306,7 +306,8 @@ func TestLiveUpdates(t *testing.T) {
 // TestFluxAutomations: Flux's ImageUpdateAutomations are shown next to
 // the UpdateAutomations: their last push and commits, the versions they
 // last saw, and the holds the manager publishes in their annotation with
-// the command that releases each; a hold published later reaches an open
+// the command that releases each, and the refused downgrades published
+// there too; a hold or refused downgrade published later reaches an open
 // page live.
 func TestFluxAutomations(t *testing.T) {
 	g := NewWithT(t)
@@ -362,17 +363,25 @@ func TestFluxAutomations(t *testing.T) {
 	for i := range uprevv1.MaxPublishedHolds + 3 {
 		many = append(many, uprevv1.Hold{Policy: fmt.Sprintf("%s/p%03d", ns, i), Version: "2.0.0", RevertedIn: revert})
 	}
+	var manyRefused []uprevv1.RefusedDowngrade
+	for i := range uprevv1.MaxPublishedHolds + 2 {
+		manyRefused = append(manyRefused, uprevv1.RefusedDowngrade{Policy: fmt.Sprintf("%s/p%03d", ns, i), File: "apps/p.yaml", Current: "3.0.0", Selected: "2.0.0"})
+	}
 	holds := []uprevv1.Hold{{Policy: ns + "/agent", Version: "1.2.0", RevertedIn: revert}}
-	for _, published := range [][]uprevv1.Hold{holds, many} {
+	refused := []uprevv1.RefusedDowngrade{{Policy: ns + "/web", File: "apps/web.yaml", Current: "3.1.0", Selected: "3.0.0"}}
+	for i, published := range [][]uprevv1.Hold{holds, many} {
 		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(flux), flux)).To(Succeed())
-		flux.Annotations = map[string]string{uprevv1.HoldsAnnotation: uprevv1.EncodeHolds(published)}
+		flux.Annotations = map[string]string{uprevv1.HoldsAnnotation: uprevv1.EncodeHolds(published, [][]uprevv1.RefusedDowngrade{refused, manyRefused}[i]...)}
 		g.Expect(k8s.Update(t.Context(), flux)).To(Succeed())
 		if len(published) == 1 {
-			g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(
-				`<li class="hold" data-policy="` + ns + `/agent"><a href="/object/ImageUpdateAutomation/` + ns + `/flux-system">` + ns + `/agent 1.2.0</a> is held: reverted in <span title="` + revert + `">9ab2c3d4e5f6</span>. Release it with <code>uprev release-hold flux-system agent -n ` + ns + `</code></li>`)))
+			g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(And(
+				ContainSubstring(`<li class="hold" data-policy="`+ns+`/agent"><a href="/object/ImageUpdateAutomation/`+ns+`/flux-system">`+ns+`/agent 1.2.0</a> is held: reverted in <span title="`+revert+`">9ab2c3d4e5f6</span>. Release it with <code>uprev release-hold flux-system agent -n `+ns+`</code></li>`),
+				ContainSubstring(`<li><a href="/object/ImageUpdateAutomation/`+ns+`/flux-system">`+ns+`/web</a>: apps/web.yaml stays at 3.1.0; the policy selects the lower 3.0.0</li>`))))
 		}
 	}
-	g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(`<li class="hold">3 more held, not listed: the annotation lists the first ones only</li>`)))
+	g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(And(
+		ContainSubstring(`<li class="hold">3 more held, not listed: the annotation lists the first ones only</li>`),
+		ContainSubstring(`<li>2 more refused, not listed: the annotation lists the first ones only</li>`))))
 }
 
 // readEvents sends the data of each server-sent event of r to events.
