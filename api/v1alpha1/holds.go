@@ -20,11 +20,14 @@ const HoldsAnnotation = "status.uprev.dev/holds"
 // MaxPublishedHolds bounds each list HoldsAnnotation carries (holds,
 // refused downgrades): past it, the first MaxPublishedHolds of the list
 // (sorted) are listed and its omitted count gives the rest, so that the
-// annotation stays far below the API server's 256 KiB limit on all of an
-// object's annotations: a hold takes at most about 550 bytes, a refused
-// downgrade about 700 with a file path of 200 bytes, the annotation so
-// about 125 KiB at most.
+// annotation stays readable; MaxHoldsAnnotationBytes bounds its size.
 const MaxPublishedHolds = 100
+
+// MaxHoldsAnnotationBytes bounds the HoldsAnnotation value, far below the
+// API server's 256 KiB limit on all of an object's annotations, whatever
+// the length of the file paths and versions: past it, refused downgrades
+// and then holds are left out from the end and counted as omitted.
+const MaxHoldsAnnotationBytes = 64 << 10
 
 // PublishedHolds is the value of HoldsAnnotation.
 type PublishedHolds struct {
@@ -60,6 +63,14 @@ func EncodeHolds(holds []Hold, refused ...RefusedDowngrade) string {
 		return cmp.Or(strings.Compare(a.Policy, b.Policy), strings.Compare(a.File, b.File), strings.Compare(a.Current, b.Current), strings.Compare(a.Selected, b.Selected))
 	})
 	data, _ := json.Marshal(p) // strings and ints: it cannot fail
+	for len(data) > MaxHoldsAnnotationBytes && len(p.RefusedDowngrades)+len(p.Holds) > 0 {
+		if n := len(p.RefusedDowngrades); n > 0 {
+			p.RefusedDowngrades, p.RefusedOmitted = p.RefusedDowngrades[:n-1], p.RefusedOmitted+1
+		} else {
+			p.Holds, p.Omitted = p.Holds[:len(p.Holds)-1], p.Omitted+1
+		}
+		data, _ = json.Marshal(p)
+	}
 	return string(data)
 }
 

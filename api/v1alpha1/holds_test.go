@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -70,4 +71,22 @@ func TestHoldsAnnotationIsBounded(t *testing.T) {
 	p, err = DecodeHolds(EncodeHolds(holds[:1], refused...))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p).To(Equal(PublishedHolds{Holds: holds[:1], RefusedDowngrades: refused[:MaxPublishedHolds], RefusedOmitted: 3}))
+
+	// Long file paths and versions cannot make it larger than its bound:
+	// refused downgrades go first, then holds, and are counted.
+	long := strings.Repeat("x", 2<<10)
+	for i := range refused {
+		refused[i].File = "apps/" + long + ".yaml"
+	}
+	for i := range holds {
+		holds[i].Version = long
+	}
+	value := EncodeHolds(holds, refused...)
+	g.Expect(len(value)).To(BeNumerically("<=", MaxHoldsAnnotationBytes))
+	p, err = DecodeHolds(value)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.RefusedDowngrades).To(BeEmpty())
+	g.Expect(p.RefusedOmitted).To(Equal(len(refused)))
+	g.Expect(p.Holds).NotTo(BeEmpty())
+	g.Expect(len(p.Holds) + p.Omitted).To(Equal(len(holds)))
 }
