@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,16 +34,23 @@ func repoRoot() string {
 }
 
 // Build builds the uprev binary once per test process and returns its
-// path.
+// path: bin/test/<package>/uprev in the repository, ignored by Git and
+// replaced by the package's next build, so that test runs leave no
+// binaries behind in the temporary directory.
 func Build(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "uprev-bin-")
+		wd, err := os.Getwd()
 		if err != nil {
 			buildErr = err
 			return
 		}
-		built = filepath.Join(dir, "uprev")
+		pkg, err := filepath.Rel(repoRoot(), wd)
+		if err != nil {
+			buildErr = err
+			return
+		}
+		built = filepath.Join(repoRoot(), "bin", "test", strings.ReplaceAll(pkg, string(filepath.Separator), "-"), "uprev")
 		cmd := exec.Command("go", "build", "-o", built, ".")
 		cmd.Dir = repoRoot()
 		buildOut, buildErr = cmd.CombinedOutput()
