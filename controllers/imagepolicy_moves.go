@@ -116,25 +116,36 @@ func (r *ImagePolicyReconciler) seeDigest(ctx context.Context, reg *lazyRegistry
 	if pol.GetDigestReflectionPolicy() != imagev1.ReflectAlways && r.digests.confirmed(key, repoKey(repo), stored, scan) {
 		return stored.Digest, false, nil
 	}
-	c, err := reg.client(ctx)
+	seen, err := r.recordDigest(ctx, reg, repo, tags, i)
 	if err != nil {
 		return "", false, err
 	}
-	digest, err := c.Digest(ctx, repo.Spec.Image, tag)
-	if err != nil {
-		return "", false, registryError(err)
-	}
-	seen, err := r.Tags.SeeDigest(repoKey(repo), tag, digest)
-	if err != nil {
-		return "", false, transient(uprevv1.ReleaseGatedReason, err)
-	}
-	tags[i] = seen
 	r.digests.confirm(key, repoKey(repo), seen, scan)
 	moved := !seen.FirstSeen.Equal(stored.FirstSeen)
 	if moved {
-		ctrl.LoggerFrom(ctx).Info("Tag moved to a new digest, seen anew", "tag", tag, "digest", digest, "before", stored.Digest)
+		ctrl.LoggerFrom(ctx).Info("Tag moved to a new digest, seen anew", "tag", tag, "digest", seen.Digest, "before", stored.Digest)
 	}
-	return digest, moved, nil
+	return seen.Digest, moved, nil
+}
+
+// recordDigest looks up the digest tags[i] points at now, records it in
+// the tag store (SeeDigest: a tag found moved is seen anew) and returns
+// the tag as stored now, which tags[i] becomes.
+func (r *ImagePolicyReconciler) recordDigest(ctx context.Context, reg *lazyRegistry, repo *imagev1.ImageRepository, tags []registry.SeenTag, i int) (registry.SeenTag, error) {
+	c, err := reg.client(ctx)
+	if err != nil {
+		return registry.SeenTag{}, err
+	}
+	digest, err := c.Digest(ctx, repo.Spec.Image, tags[i].Name)
+	if err != nil {
+		return registry.SeenTag{}, registryError(err)
+	}
+	seen, err := r.Tags.SeeDigest(repoKey(repo), tags[i].Name, digest)
+	if err != nil {
+		return registry.SeenTag{}, transient(uprevv1.ReleaseGatedReason, err)
+	}
+	tags[i] = seen
+	return seen, nil
 }
 
 // recordWaiting records the digest of the newest version that waits for
@@ -150,23 +161,7 @@ func (r *ImagePolicyReconciler) recordWaiting(ctx context.Context, reg *lazyRegi
 	if i < 0 || tags[i].Digest != "" {
 		return
 	}
-	err := func() error {
-		c, err := reg.client(ctx)
-		if err != nil {
-			return err
-		}
-		digest, err := c.Digest(ctx, repo.Spec.Image, tag)
-		if err != nil {
-			return err
-		}
-		seen, err := r.Tags.SeeDigest(repoKey(repo), tag, digest)
-		if err != nil {
-			return err
-		}
-		tags[i] = seen
-		return nil
-	}()
-	if err != nil {
+	if _, err := r.recordDigest(ctx, reg, repo, tags, i); err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("Not recording the digest of a waiting version", "tag", tag, "error", err.Error())
 	}
 }
