@@ -14,9 +14,11 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/cache"
 	"github.com/fluxcd/pkg/runtime/acl"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +39,9 @@ const (
 	invalidPolicyReason = "InvalidPolicy"
 	noMatchReason       = "NoMatchingTag"
 )
+
+// errRepositoryNotFound: a policy's ImageRepository does not exist (yet).
+var errRepositoryNotFound = errors.New("not found")
 
 // imageRepositoryRefIndex indexes ImagePolicies by `<namespace>/<name>` of
 // their ImageRepository.
@@ -104,7 +109,7 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&imagev1.ImageRepository{},
 			handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository),
-			builder.WithPredicates(scanChangedPredicate{})).
+			builder.WithPredicates(predicate.Or[client.Object](scanChangedPredicate{}, firstScanPredicate{}))).
 		// A scan that finds the same tags: age-gated policies check that
 		// their selected tag did not move.
 		Watches(&imagev1.ImageRepository{},
@@ -114,6 +119,7 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&uprevv1.Sync{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfSync),
 			builder.WithPredicates(promotionChangedPredicate{})).
+		WatchesRawSource(r.shares.Woken()).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -177,10 +183,9 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // the last good latestRef stays.
 func (r *ImagePolicyReconciler) reconcile(ctx context.Context, pol *imagev1.ImagePolicy) outcome {
 	repo, err := r.repository(ctx, pol)
-	var missing *degradedError
-	if errors.As(err, &missing) && missing.reason == meta.DependencyNotReadyReason {
-		// A new policy's repository is created or scanned in a moment,
-		// and triggers the policy then.
+	if errors.Is(err, errRepositoryNotFound) {
+		// A new policy's repository is created in a moment, and
+		// triggers the policy then.
 		err = r.waits.wait(pol, r.Clock.Now(), err)
 	}
 	if err != nil {
@@ -235,9 +240,33 @@ func (r *ImagePolicyReconciler) repository(ctx context.Context, pol *imagev1.Ima
 		return nil, err
 	}
 	if repo.Status.LastScanResult == nil {
-		return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s has not been scanned yet", repositoryOf(pol)))
+		return nil, firstScanWait(pol, repo)
 	}
 	return repo, nil
+}
+
+// firstScanWait is the error of a policy whose repository has not been
+// scanned yet. A new policy (no Ready condition) whose repository is on its
+// way to its first scan waits without a word and without a timer: the
+// repository is in this manager's cache, so this manager scans it, and the
+// scan, or the repository's report of a failure or of a long wait, runs
+// the policy again (firstScanPredicate). Writing the wait would double
+// what a new ImageRepository and its ImagePolicy cost the API server. A
+// suspended or failing repository, or a policy that was reconciled before,
+// shows why it waits, in the repository's words.
+func firstScanWait(pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository) error {
+	key := repositoryOf(pol)
+	err := fmt.Errorf("ImageRepository %s has not been scanned yet", key)
+	ready := conditions.Get(repo, meta.ReadyCondition)
+	switch {
+	case repo.Spec.Suspend:
+		err = fmt.Errorf("ImageRepository %s is suspended and has not been scanned yet", key)
+	case ready != nil && ready.Status == metav1.ConditionFalse:
+		err = fmt.Errorf("%w: %s", err, ready.Message)
+	case conditions.Get(pol, meta.ReadyCondition) == nil:
+		return &silentRetryError{err: err}
+	}
+	return degraded(meta.DependencyNotReadyReason, err)
 }
 
 // allowedRepository returns a policy's ImageRepository if the policy may
@@ -253,7 +282,7 @@ func allowedRepository(ctx context.Context, c client.Client, pol *imagev1.ImageP
 	repo := &imagev1.ImageRepository{}
 	if err := c.Get(ctx, key, repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s not found", key))
+			return nil, degraded(meta.DependencyNotReadyReason, fmt.Errorf("ImageRepository %s %w", key, errRepositoryNotFound))
 		}
 		return nil, fmt.Errorf("reading ImageRepository %s: %w", key, err)
 	}
@@ -294,7 +323,7 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 // for the message of a wait), holding a share of the policy workers until
 // release is called.
 func (r *ImagePolicyReconciler) registryFor(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, what string) (*registry.Client, func(), error) {
-	release, busy, ok := r.shares.tryAcquire(registryShareKey(repo), namespaceShareKey(pol.Namespace))
+	release, busy, ok := r.shares.tryAcquire(r.Clock.Now(), client.ObjectKeyFromObject(pol), registryShareKey(repo), namespaceShareKey(pol.Namespace))
 	if !ok {
 		return nil, nil, r.waits.busyError(pol, r.Clock.Now(), what, busy)
 	}

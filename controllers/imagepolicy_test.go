@@ -245,6 +245,102 @@ func TestPolicyWithoutRepositoryWaits(t *testing.T) {
 	}).Should(Succeed())
 }
 
+// TestNewPolicyWaitsQuietlyForItsRepositorysFirstScan: a new policy whose
+// repository is being scanned for the first time writes nothing, however
+// long the scan takes, and selects once it ends. The pair's one event is
+// the policy's selection: the repository's first scan records none.
+func TestNewPolicyWaitsQuietlyForItsRepositorysFirstScan(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	reg.PushTags(t, "acme/agent", "1.0.0", "1.1.0")
+	release := reg.Hold()
+	defer release()
+	newRepository(t, ns, reg.Image("acme/agent"))
+	pol := newPolicy(t, ns, "agent", semverChoice(">=1.0.0"))
+	g.Eventually(reg.InFlight).Should(BeNumerically(">=", 1), "the first scan is under way, held by the registry")
+
+	quiet := func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+		g.Expect(pol.Status.Conditions).To(BeEmpty(), "a policy waiting for its repository's first scan writes nothing")
+	}
+	// The policy has run and waits; past the quiet period of a short
+	// wait, a wait that is reported would be by the next retry, within
+	// busyRetry.
+	g.Consistently(quiet, busyRetry+time.Second, 200*time.Millisecond).Should(Succeed())
+	testClock.Advance(quietFor)
+	g.Consistently(quiet, busyRetry+2*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	release()
+	g.Eventually(func(g Gomega) {
+		g.Expect(latestRef(g, client.ObjectKeyFromObject(pol)).Tag).To(Equal("1.1.0"))
+	}).Should(Succeed())
+	g.Expect(eventNotes(eventsAbout(g, ns, imagev1.ImagePolicyKind, pol.Name))).To(ConsistOf(
+		HavePrefix("Normal Succeeded: Latest image tag for"),
+	), "the selection is the policy's only event")
+	g.Expect(eventNotes(eventsAbout(g, ns, imagev1.ImageRepositoryKind, "repo"))).To(BeEmpty(),
+		"the policy's selection announces the repository's first scan")
+}
+
+// TestRepositoryAnnouncesFailureAndRecovery: a repository whose scan
+// fails records a Warning event, and one when a scan works again.
+func TestRepositoryAnnouncesFailureAndRecovery(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t, registry.WithBasicAuth("robot", "s3cret"))
+	reg.PushTags(t, "acme/agent", "1.0.0")
+	repo := newRepository(t, ns, reg.Image("acme/agent"))
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventNotes(eventsAbout(g, ns, imagev1.ImageRepositoryKind, repo.Name))).To(ConsistOf(
+			HavePrefix("Warning " + imagev1.AuthenticationFailedReason),
+		))
+	}).Should(Succeed())
+
+	g.Expect(k8s.Create(context.Background(), dockerConfigSecret(ns, "creds", reg.Host(), "robot", "s3cret"))).To(Succeed())
+	g.Eventually(func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(repo), repo); err != nil {
+			return err
+		}
+		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: "creds"}
+		return k8s.Update(context.Background(), repo)
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventNotes(eventsAbout(g, ns, imagev1.ImageRepositoryKind, repo.Name))).To(ConsistOf(
+			HavePrefix("Warning "+imagev1.AuthenticationFailedReason),
+			Equal("Normal Succeeded: successful scan: found 1 tags"),
+		))
+	}).Should(Succeed())
+}
+
+// TestNewPolicyShowsWhyItsRepositoryWasNotScanned: a new policy whose
+// repository cannot be scanned, or is suspended, says so in the
+// repository's words at once.
+func TestNewPolicyShowsWhyItsRepositoryWasNotScanned(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		repo    func(*imagev1.ImageRepository)
+		message string
+	}{
+		{"failing", func(r *imagev1.ImageRepository) { r.Spec.Image = "registry.example.com/Not A Name" },
+			`has not been scanned yet: invalid registry configuration: parsing image "registry.example.com/Not A Name"`},
+		{"suspended", func(r *imagev1.ImageRepository) { r.Spec.Suspend = true },
+			"is suspended and has not been scanned yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(t)
+			newRepository(t, ns, "registry.example.com/acme/agent", tc.repo)
+			pol := newPolicy(t, ns, "agent", semverChoice(">=1.0.0"))
+			g.Eventually(func(g Gomega) {
+				c := readyCondition(g, pol)
+				g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(c.Reason).To(Equal(meta.DependencyNotReadyReason))
+				g.Expect(c.Message).To(ContainSubstring(tc.message))
+			}, 5*time.Second).Should(Succeed(), "well within the quiet period of a short wait")
+		})
+	}
+}
+
 // dockerConfigSecret returns a kubernetes.io/dockerconfigjson Secret for host.
 func dockerConfigSecret(ns, name, host, username, password string) *corev1.Secret {
 	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{"username": username, "password": password}}})

@@ -83,6 +83,7 @@ func (r *ImageRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts cont
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&imagev1.ImageRepository{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		WatchesRawSource(r.shares.Woken()).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -138,7 +139,7 @@ func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: wait}
 	}
 
-	release, busy, ok := r.shares.tryAcquire(scanShareKeys(repo)...)
+	release, busy, ok := r.shares.tryAcquire(now, client.ObjectKeyFromObject(repo), scanShareKeys(repo)...)
 	if !ok {
 		return r.waitForShare(repo, busy)
 	}
@@ -158,7 +159,11 @@ func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1
 	if r.TagCount != nil {
 		r.TagCount.WithLabelValues(repo.Namespace, repo.Name).Set(float64(len(tags)))
 	}
-	return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: repo.Spec.Interval.Duration}
+	// A new repository's first scan is announced by the selections of its
+	// policies, one event each: one of its own would double the events,
+	// and the API requests, of every new ImageRepository and ImagePolicy.
+	// Its failures and recoveries are announced.
+	return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: repo.Spec.Interval.Duration, unannounced: true}
 }
 
 // nextScanIn returns how long until the repository is due for a scan; 0
@@ -224,14 +229,14 @@ func namespaceShareKey(ns string) string {
 	return "namespace " + ns
 }
 
-// waitForShare is the outcome of a scan put off because key holds its
+// waitForShare is the outcome of a scan put off because busy holds its
 // share of the scan workers: a repository that was scanned and is Ready
 // stays so, any other waits (see busyError).
-func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, key string) outcome {
+func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, busy busyShare) outcome {
 	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
 	}
-	return outcome{err: r.waits.busyError(repo, r.Clock.Now(), "scan", key)}
+	return outcome{err: r.waits.busyError(repo, r.Clock.Now(), "scan", busy)}
 }
 
 // tagListTooLargeReason: the registry's tag list is past the documented

@@ -8,6 +8,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,4 +65,41 @@ func TestTarpitRegistryDoesNotDelayOtherTenants(t *testing.T) {
 		}
 		g.Expect(waiting).To(BeNumerically(">", 0))
 	}).Should(Succeed())
+}
+
+// TestRepositoriesWaitingForTheirRegistryScanInTurn: repositories of one
+// registry that find its share of the workers taken stand in line, and
+// each scans as soon as a share is given back, well before the retry of a
+// wait, and without a word: none shows RegistryBusy.
+func TestRepositoriesWaitingForTheirRegistryScanInTurn(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	const n = 12
+	for i := range n {
+		reg.PushTags(t, fmt.Sprintf("acme/app-%d", i), "1.0.0")
+	}
+	release := reg.Hold()
+	defer release()
+	var repos []*imagev1.ImageRepository
+	for i := range n {
+		repos = append(repos, newRepository(t, ns, reg.Image(fmt.Sprintf("acme/app-%d", i)), func(r *imagev1.ImageRepository) {
+			r.Name = fmt.Sprintf("app-%d", i)
+		}))
+	}
+	g.Eventually(reg.InFlight).Should(Equal(2), "two scans hold the registry's share")
+	g.Consistently(reg.InFlight, time.Second).Should(Equal(2), "the others wait outside the workers")
+
+	start := time.Now()
+	release()
+	g.Eventually(func(g Gomega) {
+		for _, r := range repos {
+			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(r), r)).To(Succeed())
+			g.Expect(conditions.IsReady(r)).To(BeTrue(), "%s: %v", r.Name, r.Status.Conditions)
+		}
+	}, busyRetry-time.Second, 50*time.Millisecond).Should(Succeed(), "each scans when a share is given back, not at a retry")
+	t.Logf("%d repositories scanned in turn %s after the registry answered", n, time.Since(start).Round(time.Millisecond))
+	for _, r := range repos {
+		g.Expect(eventsAbout(g, ns, imagev1.ImageRepositoryKind, r.Name)).To(BeEmpty(), "a wait in line is not reported")
+	}
 }

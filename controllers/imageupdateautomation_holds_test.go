@@ -67,6 +67,7 @@ func TestImageUpdateAutomationPublishesHolds(t *testing.T) {
 	g.Consistently(func(g Gomega) uint64 { return fluxRuns(g, f.ns, auto.Name) }, "2s").Should(Equal(runs+1),
 		"publishing the holds does not run the automation again")
 	var owners []string
+	g.Expect(apiServer.Get(context.Background(), client.ObjectKeyFromObject(auto), auto)).To(Succeed())
 	for _, m := range auto.ManagedFields {
 		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:`+uprevv1.HoldsAnnotation+`"`) {
 			owners = append(owners, m.Manager+" "+string(m.Operation))

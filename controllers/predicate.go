@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -29,6 +31,35 @@ func (scanChangedPredicate) Update(e event.UpdateEvent) bool {
 		return false
 	}
 	return scanRevision(before) != scanRevision(after)
+}
+
+// firstScanPredicate passes ImageRepository updates that change the Ready
+// condition or the suspension of a repository not scanned yet: its
+// policies wait quietly for the first scan, and show the repository's
+// failure, long wait or suspension (firstScanWait).
+type firstScanPredicate struct {
+	predicate.Funcs
+}
+
+// Update passes an update of an unscanned repository whose Ready condition
+// or suspension changed.
+func (firstScanPredicate) Update(e event.UpdateEvent) bool {
+	before, ok := e.ObjectOld.(*imagev1.ImageRepository)
+	if !ok {
+		return false
+	}
+	after, ok := e.ObjectNew.(*imagev1.ImageRepository)
+	if !ok || after.Status.LastScanResult != nil {
+		return false
+	}
+	if before.Spec.Suspend != after.Spec.Suspend {
+		return true
+	}
+	was, is := conditions.Get(before, meta.ReadyCondition), conditions.Get(after, meta.ReadyCondition)
+	if was == nil || is == nil {
+		return was != is
+	}
+	return was.Status != is.Status || was.Reason != is.Reason || was.Message != is.Message
 }
 
 // scanRevision is the tag-list revision of a repository's last scan.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -31,6 +32,39 @@ func TestScanChangedPredicate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(scanChangedPredicate{}.Update(event.UpdateEvent{ObjectOld: tc.before, ObjectNew: tc.after})).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestFirstScanPredicate(t *testing.T) {
+	repo := func(scanned, suspended bool, ready ...metav1.Condition) *imagev1.ImageRepository {
+		r := &imagev1.ImageRepository{Spec: imagev1.ImageRepositorySpec{Suspend: suspended}}
+		if scanned {
+			r.Status.LastScanResult = &imagev1.ScanResult{Revision: "sha256:a"}
+		}
+		r.Status.Conditions = ready
+		return r
+	}
+	busy := metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: registryBusyReason, Message: "waiting"}
+	failed := metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: imagev1.ReadOperationFailedReason, Message: "refused"}
+	failedAgain := failed
+	failedAgain.Message = "timed out"
+	for _, tc := range []struct {
+		name          string
+		before, after *imagev1.ImageRepository
+		want          bool
+	}{
+		{name: "first report of a wait", before: repo(false, false), after: repo(false, false, busy), want: true},
+		{name: "wait became a failure", before: repo(false, false, busy), after: repo(false, false, failed), want: true},
+		{name: "another failure", before: repo(false, false, failed), after: repo(false, false, failedAgain), want: true},
+		{name: "suspended", before: repo(false, false), after: repo(false, true), want: true},
+		{name: "nothing changed", before: repo(false, false, failed), after: repo(false, false, failed), want: false},
+		{name: "scanned: scanChangedPredicate's", before: repo(false, false, failed), after: repo(true, false), want: false},
+		{name: "failing after a scan", before: repo(true, false), after: repo(true, false, failed), want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(firstScanPredicate{}.Update(event.UpdateEvent{ObjectOld: tc.before, ObjectNew: tc.after})).To(Equal(tc.want))
 		})
 	}
 }

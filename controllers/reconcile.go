@@ -2,11 +2,14 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	fluxcontroller "github.com/fluxcd/pkg/runtime/controller"
@@ -90,7 +93,7 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 	if patchErr != nil {
 		patchErr = client.IgnoreNotFound(patchErr)
 	}
-	r.eventOnReadyChange(obj, wasReady)
+	r.eventOnReadyChange(obj, wasReady, o.unannounced)
 	metrics.RecordDuration(ctx, obj, start)
 	metrics.RecordReadiness(ctx, obj)
 	metrics.RecordStalled(ctx, obj)
@@ -106,33 +109,65 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 // the conditions and the rest of the status as two patches, which doubles
 // what a first reconcile costs the API server.) The manager is the only
 // writer of its objects' status, so the patch carries no resourceVersion.
+// The patch is computed from the status alone, not the whole object as
+// controller-runtime's MergeFrom does: a run that writes nothing costs no
+// copy of the object, and one that writes costs the status, not the spec
+// and metadata, twice in JSON.
 type statusWriter struct {
 	client client.Client
-	// before is the object as last written or read.
-	before client.Object
+	// before is the JSON of the status as last written or read.
+	before []byte
+	// err is why the status as read could not be encoded.
+	err error
 }
 
 // newStatusWriter returns the status writer of obj as read.
 func newStatusWriter(c client.Client, obj client.Object) *statusWriter {
-	return &statusWriter{client: c, before: obj.DeepCopyObject().(client.Object)}
+	before, err := statusJSON(obj)
+	return &statusWriter{client: c, before: before, err: err}
 }
 
 // write patches what changed in obj's status since the last write.
 func (w *statusWriter) write(ctx context.Context, obj client.Object) error {
-	patch := client.MergeFrom(w.before)
-	data, err := patch.Data(obj)
+	if w.err != nil {
+		return w.err
+	}
+	after, err := statusJSON(obj)
+	if err != nil {
+		return err
+	}
+	diff, err := jsonpatch.CreateMergePatch(w.before, after)
 	if err != nil {
 		return fmt.Errorf("computing the status patch: %w", err)
 	}
-	if string(data) == "{}" {
+	if string(diff) == "{}" {
 		return nil
 	}
-	// The patch computed once, sent as it is.
+	data := append(append([]byte(`{"status":`), diff...), '}')
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data), client.FieldOwner(fieldManager)); err != nil {
 		return err
 	}
-	w.before = obj.DeepCopyObject().(client.Object)
+	// The status as the API server returned it.
+	w.before, w.err = statusJSON(obj)
 	return nil
+}
+
+// statusJSON is the JSON of obj's Status field, which every kind uprev
+// reconciles has.
+func statusJSON(obj client.Object) ([]byte, error) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	status := v.FieldByName("Status")
+	if v.Kind() != reflect.Struct || !status.IsValid() {
+		return nil, fmt.Errorf("computing the status patch: %T has no Status field", obj)
+	}
+	data, err := json.Marshal(status.Interface())
+	if err != nil {
+		return nil, fmt.Errorf("computing the status patch: %w", err)
+	}
+	return data, nil
 }
 
 // gotkRecorder is the GitOps Toolkit's reconcile metrics, as every Flux
@@ -165,10 +200,13 @@ func (r *reconciler) forgetMetrics(obj client.Object, key types.NamespacedName) 
 }
 
 // eventOnReadyChange records an event when the Ready condition changed its
-// status or reason.
-func (r *reconciler) eventOnReadyChange(obj managedObject, before *metav1.Condition) {
+// status or reason, but none for a first Ready=True that is unannounced.
+func (r *reconciler) eventOnReadyChange(obj managedObject, before *metav1.Condition, unannounced bool) {
 	now := conditions.Get(obj, meta.ReadyCondition)
 	if now == nil || (before != nil && before.Status == now.Status && before.Reason == now.Reason) {
+		return
+	}
+	if unannounced && before == nil && now.Status == metav1.ConditionTrue {
 		return
 	}
 	kind := corev1.EventTypeNormal

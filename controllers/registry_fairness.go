@@ -1,13 +1,19 @@
 package controllers
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // registryBusyReason: a repository that has not been scanned yet waits
@@ -19,11 +25,11 @@ const registryBusyReason = "RegistryBusy"
 const busyRetry = 5 * time.Second
 
 // quietFor is how long a new object waits without saying so, for a share
-// of the workers or for its ImageRepository's first scan: both end within a
-// scan, and writing the wait, and the event of its Ready change, for every
-// new object would double what creating an ImageRepository and its
-// ImagePolicy costs the API server. An object whose wait lasts longer, or
-// one that already has a Ready condition, shows it.
+// of the workers held by a slow call or for its ImageRepository to be
+// created: writing such short waits, and the event of their Ready change,
+// for every new object would double what creating an ImageRepository and
+// its ImagePolicy costs the API server. An object whose wait lasts longer,
+// or one that already has a Ready condition, shows it.
 const quietFor = 10 * time.Second
 
 // maxQuietWaits bounds the new objects quietWaits remembers.
@@ -43,32 +49,49 @@ type quietWaits struct {
 // busyRetry while obj has no Ready condition and its first wait is less
 // than quietFor ago, and as it is otherwise.
 func (q *quietWaits) wait(obj conditions.Getter, now time.Time, err error) error {
+	return q.waitQuietly(obj, now, err, false)
+}
+
+// waitQuietly is wait, silent for a new object however long it has waited
+// when inLine is set.
+func (q *quietWaits) waitQuietly(obj conditions.Getter, now time.Time, err error, inLine bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	uid := obj.GetUID()
-	if conditions.Get(obj, meta.ReadyCondition) != nil {
-		delete(q.since, uid)
+	first, ok := q.firstWait(obj, now)
+	if !ok {
 		return err
 	}
-	if q.since == nil {
-		q.since = map[types.UID]time.Time{}
-	}
-	first, ok := q.since[uid]
-	if !ok {
-		if len(q.since) >= maxQuietWaits {
-			q.forgetBefore(now.Add(-quietFor))
-		}
-		if len(q.since) >= maxQuietWaits {
-			return err
-		}
-		first = now
-		q.since[uid] = now
-	}
-	if now.Sub(first) >= quietFor {
+	if !inLine && now.Sub(first) >= quietFor {
 		delete(q.since, uid)
 		return err
 	}
 	return &silentRetryError{err: err, retryAfter: busyRetry}
+}
+
+// firstWait returns when new obj first waited, recording now if it had
+// not; false when obj is not new (it has a Ready condition) or cannot be
+// remembered. Callers hold q.mu.
+func (q *quietWaits) firstWait(obj conditions.Getter, now time.Time) (time.Time, bool) {
+	uid := obj.GetUID()
+	if conditions.Get(obj, meta.ReadyCondition) != nil {
+		delete(q.since, uid)
+		return time.Time{}, false
+	}
+	if q.since == nil {
+		q.since = map[types.UID]time.Time{}
+	}
+	if first, ok := q.since[uid]; ok {
+		return first, true
+	}
+	if len(q.since) >= maxQuietWaits {
+		q.forgetBefore(now.Add(-quietFor))
+	}
+	if len(q.since) >= maxQuietWaits {
+		return time.Time{}, false
+	}
+	q.since[uid] = now
+	return now, true
 }
 
 // forgetBefore drops the objects first put off before t: their next wait
@@ -81,60 +104,139 @@ func (q *quietWaits) forgetBefore(t time.Time) {
 	}
 }
 
-// busyError is the error of obj's run put off because key holds its share
-// of the workers: RegistryBusy, retried after busyRetry, and silent while
-// obj is new (see quietWaits).
-func (q *quietWaits) busyError(obj conditions.Getter, now time.Time, what, key string) error {
-	err := fmt.Errorf("waiting to %s: %s already holds its share of the workers", what, key)
-	return q.wait(obj, now, transientAfter(registryBusyReason, err, busyRetry))
+// busyError is the error of obj's run put off because a share of the
+// workers is used up: RegistryBusy. A new object waits silently while the
+// share turns over (none of its holders has held it for quietFor): it
+// waits its turn in line, as objects do in the work queue, however long
+// the line, and is run again when its turn comes (workerShares.tryAcquire)
+// or, at the latest, after quietFor. Once a holder has held the share for
+// quietFor, a registry that answers slowly holds the turns, and a new
+// object's wait is shown after its own quietFor (see quietWaits), retried
+// after busyRetry.
+func (q *quietWaits) busyError(obj conditions.Getter, now time.Time, what string, busy busyShare) error {
+	err := fmt.Errorf("waiting to %s: %s already holds its share of the workers", what, busy.key)
+	inLine := busy.heldFor < quietFor
+	wait := q.waitQuietly(obj, now, transientAfter(registryBusyReason, err, busyRetry), inLine)
+	var silent *silentRetryError
+	if inLine && errors.As(wait, &silent) {
+		silent.retryAfter = quietFor
+	}
+	return wait
 }
+
+// wokenBuffer is how many objects whose turn came workerShares holds for
+// the controller's queue; past it, they come back at their retry.
+const wokenBuffer = 1024
 
 // workerShares bounds how many of a controller's workers one key may hold
 // at once: a registry (its host, and the proxy requests go through) and a
 // namespace each get at most limit. A registry that accepts connections
 // and never answers then holds at most limit workers until the deadline of
 // its calls, and the others serve every other registry and namespace. A
-// caller that finds no share free does not wait for one: it comes back
-// later, so no worker is spent waiting.
+// caller that finds no share free does not wait for one: it stands in the
+// key's line and its worker moves on; when a share of the key is given
+// back, the first object of the line is run again (Woken).
 type workerShares struct {
 	limit int
 	mu    sync.Mutex
-	held  map[string]int
+	// held is, by key, when each of its holders took its share.
+	held map[string][]time.Time
+	// lines are, by key, the objects that found its shares used up, in
+	// the order they came.
+	lines map[string][]types.NamespacedName
+	// woken carries the objects whose turn came to the controller.
+	woken chan event.GenericEvent
+}
+
+// busyShare is a share found used up: its key, and how long the oldest of
+// its holders has held it.
+type busyShare struct {
+	key     string
+	heldFor time.Duration
 }
 
 // newWorkerShares returns shares of workers for a controller with that
 // many workers: half of them each, and at least one.
 func newWorkerShares(workers int) *workerShares {
-	return &workerShares{limit: max(1, workers/2), held: map[string]int{}}
+	return &workerShares{
+		limit: max(1, workers/2),
+		held:  map[string][]time.Time{},
+		lines: map[string][]types.NamespacedName{},
+		woken: make(chan event.GenericEvent, wokenBuffer),
+	}
 }
 
-// tryAcquire takes a share of every key, or of none when one of them is
-// used up, and returns the key that was and false. release gives the
-// shares back. A nil workerShares bounds nothing.
-func (s *workerShares) tryAcquire(keys ...string) (release func(), busy string, ok bool) {
+// Woken is the source of the objects whose turn came, for the controller
+// to run again.
+func (s *workerShares) Woken() source.Source {
+	return source.Channel(s.woken, &handler.EnqueueRequestForObject{})
+}
+
+// tryAcquire takes, at now, for the object obj, a share of every key, or
+// of none when one of them is used up: it then returns that one and false,
+// and obj stands in its line. release gives the shares back, and wakes the
+// first object in line of each key. A nil workerShares bounds nothing.
+func (s *workerShares) tryAcquire(now time.Time, obj types.NamespacedName, keys ...string) (release func(), busy busyShare, ok bool) {
 	if s == nil {
-		return func() {}, "", true
+		return func() {}, busyShare{}, true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
-		if s.held[k] >= s.limit {
-			return nil, k, false
+		if held := s.held[k]; len(held) >= s.limit {
+			if !slices.Contains(s.lines[k], obj) {
+				s.lines[k] = append(s.lines[k], obj)
+			}
+			return nil, busyShare{key: k, heldFor: now.Sub(slices.MinFunc(held, time.Time.Compare))}, false
 		}
 	}
 	for _, k := range keys {
-		s.held[k]++
+		s.held[k] = append(s.held[k], now)
+		s.leaveLine(k, obj)
 	}
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			for _, k := range keys {
-				if s.held[k]--; s.held[k] <= 0 {
-					delete(s.held, k)
-				}
-			}
-		})
-	}, "", true
+	return func() { once.Do(func() { s.release(now, keys) }) }, busyShare{}, true
+}
+
+// release gives back the shares of keys taken at when, and wakes the first
+// object in line of each, one object per key.
+func (s *workerShares) release(when time.Time, keys []string) {
+	var woken []types.NamespacedName
+	s.mu.Lock()
+	for _, k := range keys {
+		held := s.held[k]
+		if i := slices.Index(held, when); i >= 0 {
+			held = slices.Delete(held, i, i+1)
+		}
+		if len(held) == 0 {
+			delete(s.held, k)
+		} else {
+			s.held[k] = held
+		}
+		// The first in line not woken for another key: objects stand in
+		// the lines of several keys (a registry's and a namespace's).
+		if i := slices.IndexFunc(s.lines[k], func(o types.NamespacedName) bool { return !slices.Contains(woken, o) }); i >= 0 {
+			obj := s.lines[k][i]
+			woken = append(woken, obj)
+			s.leaveLine(k, obj)
+		}
+	}
+	s.mu.Unlock()
+	for _, obj := range woken {
+		select {
+		case s.woken <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name}}}:
+		default:
+			// The buffer is full: obj comes back at its retry.
+		}
+	}
+}
+
+// leaveLine takes obj out of the line of key. Callers hold s.mu.
+func (s *workerShares) leaveLine(key string, obj types.NamespacedName) {
+	line := slices.DeleteFunc(s.lines[key], func(o types.NamespacedName) bool { return o == obj })
+	if len(line) == 0 {
+		delete(s.lines, key)
+	} else {
+		s.lines[key] = line
+	}
 }

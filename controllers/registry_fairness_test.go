@@ -12,30 +12,74 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestWorkerShares(t *testing.T) {
 	g := NewWithT(t)
 	s := newWorkerShares(4)
-	r1, _, ok := s.tryAcquire("registry a", "namespace x")
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	obj := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "team", Name: name} }
+	r1, _, ok := s.tryAcquire(t0, obj("a1"), "registry a", "namespace x")
 	g.Expect(ok).To(BeTrue())
-	_, _, ok = s.tryAcquire("registry a", "namespace y")
+	_, _, ok = s.tryAcquire(t0.Add(time.Second), obj("a2"), "registry a", "namespace y")
 	g.Expect(ok).To(BeTrue())
-	_, busy, ok := s.tryAcquire("registry a", "namespace z")
+	_, busy, ok := s.tryAcquire(t0.Add(3*time.Second), obj("a3"), "registry a", "namespace z")
 	g.Expect(ok).To(BeFalse())
-	g.Expect(busy).To(Equal("registry a"))
-	_, _, ok = s.tryAcquire("registry b", "namespace x")
+	g.Expect(busy).To(Equal(busyShare{key: "registry a", heldFor: 3 * time.Second}), "held since its oldest holder took it")
+	_, _, ok = s.tryAcquire(t0, obj("b1"), "registry b", "namespace x")
 	g.Expect(ok).To(BeTrue())
-	_, busy, ok = s.tryAcquire("registry c", "namespace x")
+	_, busy, ok = s.tryAcquire(t0, obj("c1"), "registry c", "namespace x")
 	g.Expect(ok).To(BeFalse())
-	g.Expect(busy).To(Equal("namespace x"))
+	g.Expect(busy.key).To(Equal("namespace x"))
 	g.Expect(s.held).NotTo(HaveKey("registry c"), "nothing is taken when a key is busy")
+	_, _, ok = s.tryAcquire(t0.Add(3*time.Second), obj("a4"), "registry a", "namespace z")
+	g.Expect(ok).To(BeFalse())
+	_, _, ok = s.tryAcquire(t0.Add(4*time.Second), obj("a3"), "registry a", "namespace z")
+	g.Expect(ok).To(BeFalse())
+	g.Expect(s.lines["registry a"]).To(Equal([]types.NamespacedName{obj("a3"), obj("a4")}), "in line once, in the order they came")
 
 	r1()
 	r1()
-	_, _, ok = s.tryAcquire("registry a", "namespace z")
+	g.Expect(woken(s)).To(Equal([]string{"team/a3", "team/c1"}), "a given-back share wakes the first in line of each of its keys, once")
+	_, _, ok = s.tryAcquire(t0.Add(3*time.Second), obj("a4"), "registry a", "namespace z")
 	g.Expect(ok).To(BeTrue())
+	g.Expect(s.lines).NotTo(HaveKey("registry a"), "who takes a share leaves the line")
+	_, busy, ok = s.tryAcquire(t0.Add(4*time.Second), obj("a3"), "registry a", "namespace z")
+	g.Expect(ok).To(BeFalse())
+	g.Expect(busy).To(Equal(busyShare{key: "registry a", heldFor: 3 * time.Second}), "the first holder gave its share back")
 	g.Expect(newWorkerShares(1).limit).To(Equal(1))
+}
+
+func TestWorkerSharesWakeOneObjectPerKeyGivenBack(t *testing.T) {
+	g := NewWithT(t)
+	s := newWorkerShares(2)
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	obj := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "team", Name: name} }
+	release, _, ok := s.tryAcquire(t0, obj("a1"), "registry a", "namespace x")
+	g.Expect(ok).To(BeTrue())
+	for _, name := range []string{"a2", "a3", "a4"} {
+		_, _, ok := s.tryAcquire(t0, obj(name), "registry a", "namespace x")
+		g.Expect(ok).To(BeFalse())
+	}
+	g.Expect(s.lines["namespace x"]).To(BeEmpty(), "the first used-up key is the one waited for")
+	_, _, ok = s.tryAcquire(t0, obj("b1"), "registry b", "namespace x")
+	g.Expect(ok).To(BeFalse())
+	release()
+	g.Expect(woken(s)).To(Equal([]string{"team/a2", "team/b1"}), "two shares given back wake two objects")
+}
+
+// woken returns the objects s woke so far, as namespace/name.
+func woken(s *workerShares) []string {
+	var names []string
+	for {
+		select {
+		case e := <-s.woken:
+			names = append(names, client.ObjectKeyFromObject(e.Object).String())
+		default:
+			return names
+		}
+	}
 }
 
 func TestQuietWaitsForNewObjectsOnly(t *testing.T) {
@@ -43,15 +87,16 @@ func TestQuietWaitsForNewObjectsOnly(t *testing.T) {
 	var q quietWaits
 	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
 	repo := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
+	slow := busyShare{key: "registry a", heldFor: quietFor}
 
 	var silent *silentRetryError
-	err := q.busyError(repo, now, "scan", "registry a")
+	err := q.busyError(repo, now, "scan", slow)
 	g.Expect(errors.As(err, &silent)).To(BeTrue(), "a new object's first wait writes nothing")
 	g.Expect(silent.retryAfter).To(Equal(busyRetry))
-	err = q.busyError(repo, now.Add(quietFor-time.Second), "scan", "registry a")
+	err = q.busyError(repo, now.Add(quietFor-time.Second), "scan", slow)
 	g.Expect(errors.As(err, &silent)).To(BeTrue(), "nor its waits within quietFor of the first")
 
-	err = q.busyError(repo, now.Add(quietFor), "scan", "registry a")
+	err = q.busyError(repo, now.Add(quietFor), "scan", slow)
 	g.Expect(errors.As(err, &silent)).To(BeFalse(), "a wait that lasts is shown")
 	var retry *transientError
 	g.Expect(errors.As(err, &retry)).To(BeTrue())
@@ -60,13 +105,35 @@ func TestQuietWaitsForNewObjectsOnly(t *testing.T) {
 
 	old := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{UID: "b"}}
 	conditions.MarkTrue(old, meta.ReadyCondition, "Succeeded", "scanned")
-	err = q.busyError(old, now, "scan", "registry a")
+	err = q.busyError(old, now, "scan", slow)
 	g.Expect(errors.As(err, &silent)).To(BeFalse(), "an object with a Ready condition shows that it waits")
 	g.Expect(q.since).To(BeEmpty(), "nothing is kept for objects that were shown")
 
 	for i := range maxQuietWaits + 1 {
 		obj := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{UID: types.UID(strconv.Itoa(i))}}
-		_ = q.busyError(obj, now, "scan", "registry a")
+		_ = q.busyError(obj, now, "scan", slow)
 	}
 	g.Expect(len(q.since)).To(BeNumerically("<=", maxQuietWaits), "bounded")
+}
+
+// TestQuietWaitsInLineForAShareThatTurnsOver: a new object waiting for a
+// share whose holders each took it less than quietFor ago waits its turn
+// silently however long; once a holder keeps it for quietFor, the wait is
+// shown, counted from the object's first wait.
+func TestQuietWaitsInLineForAShareThatTurnsOver(t *testing.T) {
+	g := NewWithT(t)
+	var q quietWaits
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	repo := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
+	turning := busyShare{key: "registry a", heldFor: 200 * time.Millisecond}
+
+	var silent *silentRetryError
+	for _, after := range []time.Duration{0, quietFor, 10 * quietFor} {
+		err := q.busyError(repo, now.Add(after), "scan", turning)
+		g.Expect(errors.As(err, &silent)).To(BeTrue(), "a wait in line, %s after the first, writes nothing", after)
+		g.Expect(silent.retryAfter).To(Equal(quietFor), "its turn runs it again, or quietFor at the latest")
+	}
+	err := q.busyError(repo, now.Add(10*quietFor), "scan", busyShare{key: "registry a", heldFor: quietFor})
+	g.Expect(errors.As(err, &silent)).To(BeFalse(), "a share held for quietFor shows the waits behind it")
+	g.Expect(err.Error()).To(ContainSubstring("registry a already holds its share"))
 }

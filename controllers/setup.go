@@ -165,9 +165,13 @@ func ShardCache(selector labels.Selector) cache.Options {
 // Secrets read from the cache (by the receivers, so that a flood of
 // notifications does not become a flood of API requests). Every other
 // Secret is read from the API server when needed (ClientOptions), so the
-// manager's memory does not grow with the Secrets of the cluster.
+// manager's memory does not grow with the Secrets of the cluster. Objects
+// are kept without their managed fields, which uprev never reads and
+// which are often most of a small object: less to keep, copy on every read
+// and marshal for every status patch.
 func ManagerCache(selector labels.Selector, webhookSecretName string) cache.Options {
 	opts := ShardCache(selector)
+	opts.DefaultTransform = cache.TransformStripManagedFields()
 	if opts.ByObject == nil {
 		opts.ByObject = map[client.Object]cache.ByObject{}
 	}

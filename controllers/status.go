@@ -113,6 +113,9 @@ type outcome struct {
 	message string
 	// requeueAfter is when to run again after a success; 0 means no requeue.
 	requeueAfter time.Duration
+	// unannounced means a success that is the object's first Ready
+	// records no event (see reconciler.eventOnReadyChange).
+	unannounced bool
 }
 
 // setConditions writes Ready, Reconciling and Stalled from o and reports

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func TestOutcomeConditionsAndResult(t *testing.T) {
@@ -71,4 +74,50 @@ func TestWaitingLeavesReadyAsItWas(t *testing.T) {
 	res, err := o.result()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(BeNumerically("~", time.Second, 500*time.Millisecond))
+}
+
+// TestStatusWriterPatchesWhatChangedInTheStatus: against the API server,
+// the writer sends one merge patch of the status when it changed, removing
+// what was taken out, and none when it did not; the spec stays as stored.
+func TestStatusWriterPatchesWhatChangedInTheStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	repo := newRepository(t, ns, "ghcr.io/acme/agent", func(r *imagev1.ImageRepository) { r.Spec.Suspend = true })
+	direct, err := client.NewWithWatch(testCluster.Config, client.Options{Scheme: k8s.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	var patches []string
+	c := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			data, err := patch.Data(obj)
+			if err != nil {
+				return err
+			}
+			patches = append(patches, sub+" "+string(data))
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	g.Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(repo), repo) }).Should(Succeed())
+
+	w := newStatusWriter(c, repo)
+	g.Expect(w.write(ctx, repo)).To(Succeed())
+	g.Expect(patches).To(BeEmpty(), "nothing changed")
+
+	repo.Spec.Image = "ghcr.io/acme/other"
+	repo.Status.CanonicalImageName = "ghcr.io/acme/agent"
+	repo.Status.ObservedExclusionList = []string{"^x$"}
+	g.Expect(w.write(ctx, repo)).To(Succeed())
+	repo.Status.ObservedExclusionList = nil
+	g.Expect(w.write(ctx, repo)).To(Succeed())
+	g.Expect(w.write(ctx, repo)).To(Succeed())
+	g.Expect(patches).To(Equal([]string{
+		`status {"status":{"canonicalImageName":"ghcr.io/acme/agent","observedExclusionList":["^x$"]}}`,
+		`status {"status":{"observedExclusionList":null}}`,
+	}))
+
+	var stored imagev1.ImageRepository
+	g.Expect(apiServer.Get(ctx, client.ObjectKeyFromObject(repo), &stored)).To(Succeed())
+	g.Expect(stored.Status.CanonicalImageName).To(Equal("ghcr.io/acme/agent"))
+	g.Expect(stored.Status.ObservedExclusionList).To(BeEmpty())
+	g.Expect(stored.Spec.Image).To(Equal("ghcr.io/acme/agent"), "a status write leaves the spec")
 }

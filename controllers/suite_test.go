@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -26,6 +27,10 @@ import (
 
 // k8s reaches the test cluster, where the real manager runs.
 var k8s client.Client
+
+// apiServer reads from the API server, not the manager's cache, which
+// keeps objects without their managed fields and may lag a write.
+var apiServer client.Reader
 
 // testCluster is the test cluster, for what a client cannot read (its
 // metrics).
@@ -79,7 +84,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Client: ClientOptions()})
+	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: ManagerCache(labels.Everything(), ""), Client: ClientOptions()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -97,6 +102,7 @@ func runSuite(m *testing.M) int {
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
 	k8s = mgr.GetClient()
+	apiServer = mgr.GetAPIReader()
 	code := m.Run()
 	stopRemoteClusters()
 	cancel()

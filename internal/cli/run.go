@@ -48,6 +48,7 @@ type managerOptions struct {
 	metricsSecure bool
 	metricsCerts  string
 	probeAddr     string
+	pprofAddr     string
 	leaderNS      string
 	watchSelector string
 	enabled       string
@@ -90,6 +91,8 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsCerts, "metrics-cert-dir", "",
 		"The directory with the metrics server's tls.crt and tls.key (reloaded when they change); empty means a self-signed certificate made at start. Only with --metrics-secure.")
 	fs.StringVar(&o.probeAddr, "health-addr", ":9440", "The address the health and readiness probes bind to.")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "",
+		"The address Go's profiles (/debug/pprof/) are served on, over plain HTTP to anyone who reaches it, such as 127.0.0.1:6060 for a port-forward; empty turns them off.")
 	fs.StringVar(&o.opts.EventsAddr, "events-addr", "",
 		"The address of Flux's notification-controller; every event is also posted there, in Flux's event format. Empty turns it off.")
 	fs.StringVar(&o.watchSelector, "watch-label-selector", "",
@@ -167,6 +170,7 @@ func (o *managerOptions) run(ctx context.Context) error {
 		Scheme:                        scheme,
 		Metrics:                       o.metricsOptions(),
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderOpts.Enable,
 		Cache:                         controllers.ManagerCache(shard, opts.Webhook.SecretName),
 		Client:                        controllers.ClientOptions(),

@@ -88,3 +88,18 @@ func BenchmarkStoreRead10000(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkStoreFirstWrite stores the two tags of a new repository, as its
+// first scan does: the cost of creating its file, which depends on the file
+// system under the storage path (see docs/benchmarks.md).
+func BenchmarkStoreFirstWrite(b *testing.B) {
+	store := Store{Dir: b.TempDir()}
+	tags := []string{"1.0.0", "1.1.0"}
+	i := 0
+	for b.Loop() {
+		if err := store.SetTags(fmt.Sprintf("pairs/app-%d", i), tags); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

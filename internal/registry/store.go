@@ -55,7 +55,7 @@ type SeenTag struct {
 
 // SetTags replaces the tags stored under key, e.g. "namespace/name" of an
 // ImageRepository, keeping the first-seen time and digest of the tags
-// stored before.
+// stored before. The same tags in the same order leave the file as it is.
 func (s Store) SetTags(key string, tags []string) error {
 	for _, tag := range tags {
 		if tag == "" || strings.ContainsAny(tag, "\n\r\t") || tag[0] == '#' {
@@ -65,7 +65,11 @@ func (s Store) SetTags(key string, tags []string) error {
 	unlock := s.lock(key)
 	defer unlock()
 	// What cannot be read (nothing stored, a file cut short) is seen now.
-	known, _ := s.SeenTags(key)
+	known, err := s.SeenTags(key)
+	if err == nil && slices.EqualFunc(known, tags, func(t SeenTag, tag string) bool { return t.Name == tag }) {
+		// A scan that found what the last one stored writes nothing.
+		return nil
+	}
 	stored := make(map[string]SeenTag, len(known))
 	for _, t := range known {
 		stored[t.Name] = t

@@ -130,6 +130,24 @@ func TestStoreWritesAtomically(t *testing.T) {
 	g.Expect(entries).To(HaveLen(1))
 }
 
+func TestStoreLeavesTheFileOfTheSameTagsAsItIs(t *testing.T) {
+	g := NewWithT(t)
+	store := Store{Dir: t.TempDir()}
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+	before, err := os.Stat(store.path("apps/agent"))
+	g.Expect(err).NotTo(HaveOccurred())
+
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+	after, err := os.Stat(store.path("apps/agent"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.SameFile(before, after)).To(BeTrue(), "a scan that found the same tags replaced the file")
+
+	g.Expect(store.SetTags("apps/agent", []string{"1.1.0", "1.0.0"})).To(Succeed())
+	g.Expect(store.Tags("apps/agent")).To(Equal([]string{"1.1.0", "1.0.0"}), "another order is written")
+	g.Expect(store.SetTags("apps/agent", []string{"1.1.0"})).To(Succeed())
+	g.Expect(store.Tags("apps/agent")).To(Equal([]string{"1.1.0"}))
+}
+
 func TestStoreKeepsFirstSeenTimesAcrossRestarts(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,21 +183,39 @@ func apiserverRequests(b *testing.B, cfg *rest.Config) float64 {
 // reconciles is the ImagePolicy reconciles the manager has finished.
 func (p shardManager) reconciles(b *testing.B) float64 {
 	b.Helper()
-	families := scrape(b, nil, "http://"+p.metricsAddr+"/metrics")
 	total := 0.0
-	if f := families["controller_runtime_reconcile_total"]; f != nil {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "imagepolicy" {
-					total += m.GetCounter().GetValue()
-				}
-			}
+	for k, n := range counterBy(b, p.metricsAddr, "controller_runtime_reconcile_total", "controller") {
+		if k == "imagepolicy" {
+			total += n
 		}
 	}
 	if total == 0 {
 		b.Fatalf("the manager at %s reports no ImagePolicy reconciles", p.metricsAddr)
 	}
 	return total
+}
+
+// counterBy is the counter family of the Prometheus metrics served on addr
+// over plain HTTP, summed by the values of labels (joined with spaces).
+func counterBy(b *testing.B, addr, family string, labels ...string) map[string]float64 {
+	b.Helper()
+	counts := map[string]float64{}
+	f := scrape(b, nil, "http://"+addr+"/metrics")[family]
+	if f == nil {
+		return counts
+	}
+	for _, m := range f.GetMetric() {
+		values := map[string]string{}
+		for _, l := range m.GetLabel() {
+			values[l.GetName()] = l.GetValue()
+		}
+		var key []string
+		for _, l := range labels {
+			key = append(key, values[l])
+		}
+		counts[strings.Join(key, " ")] += m.GetCounter().GetValue()
+	}
+	return counts
 }
 
 // scrape reads the Prometheus metrics at url, through cfg's credentials

@@ -21,6 +21,9 @@ type Usage struct {
 	PeakRSSKiB int
 	// CPU is the user and system CPU time spent so far.
 	CPU time.Duration
+	// SystemCPU is the part of CPU spent in the kernel (system calls:
+	// files, sockets).
+	SystemCPU time.Duration
 }
 
 // statusField matches one "Name:   1234 kB" line of /proc/<pid>/status.
@@ -62,5 +65,6 @@ func (p *Process) Usage() (Usage, error) {
 		return Usage{}, fmt.Errorf("reading CPU times of /proc/%d/stat: %q %q", pid, fields[11], fields[12])
 	}
 	u.CPU = time.Duration(utime+stime) * time.Second / userHZ
+	u.SystemCPU = time.Duration(stime) * time.Second / userHZ
 	return u, nil
 }
