@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -52,18 +51,19 @@ func (q *quietWaits) wait(obj conditions.Getter, now time.Time, err error) error
 	return q.waitQuietly(obj, now, err, false)
 }
 
-// waitQuietly is wait, silent for a new object however long it has waited
-// when inLine is set.
+// waitQuietly is wait, and when inLine, a silent retry after quietFor for a
+// new object however long it has waited: its turn in line runs it sooner.
 func (q *quietWaits) waitQuietly(obj conditions.Getter, now time.Time, err error, inLine bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	uid := obj.GetUID()
 	first, ok := q.firstWait(obj, now)
-	if !ok {
+	switch {
+	case !ok:
 		return err
-	}
-	if !inLine && now.Sub(first) >= quietFor {
-		delete(q.since, uid)
+	case inLine:
+		return &silentRetryError{err: err, retryAfter: quietFor}
+	case now.Sub(first) >= quietFor:
+		delete(q.since, obj.GetUID())
 		return err
 	}
 	return &silentRetryError{err: err, retryAfter: busyRetry}
@@ -115,13 +115,7 @@ func (q *quietWaits) forgetBefore(t time.Time) {
 // after busyRetry.
 func (q *quietWaits) busyError(obj conditions.Getter, now time.Time, what string, busy busyShare) error {
 	err := fmt.Errorf("waiting to %s: %s already holds its share of the workers", what, busy.key)
-	inLine := busy.heldFor < quietFor
-	wait := q.waitQuietly(obj, now, transientAfter(registryBusyReason, err, busyRetry), inLine)
-	var silent *silentRetryError
-	if inLine && errors.As(wait, &silent) {
-		silent.retryAfter = quietFor
-	}
-	return wait
+	return q.waitQuietly(obj, now, transientAfter(registryBusyReason, err, busyRetry), busy.heldFor < quietFor)
 }
 
 // wokenBuffer is how many objects whose turn came workerShares holds for

@@ -15,37 +15,45 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// shareTime is when the shares of the worker share tests are taken.
+var shareTime = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+
+// teamObject names an object of the namespace team, for the worker share
+// tests.
+func teamObject(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: "team", Name: name}
+}
+
 func TestWorkerShares(t *testing.T) {
 	g := NewWithT(t)
 	s := newWorkerShares(4)
-	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
-	obj := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "team", Name: name} }
-	r1, _, ok := s.tryAcquire(t0, obj("a1"), "registry a", "namespace x")
+	t0 := shareTime
+	r1, _, ok := s.tryAcquire(t0, teamObject("a1"), "registry a", "namespace x")
 	g.Expect(ok).To(BeTrue())
-	_, _, ok = s.tryAcquire(t0.Add(time.Second), obj("a2"), "registry a", "namespace y")
+	_, _, ok = s.tryAcquire(t0.Add(time.Second), teamObject("a2"), "registry a", "namespace y")
 	g.Expect(ok).To(BeTrue())
-	_, busy, ok := s.tryAcquire(t0.Add(3*time.Second), obj("a3"), "registry a", "namespace z")
+	_, busy, ok := s.tryAcquire(t0.Add(3*time.Second), teamObject("a3"), "registry a", "namespace z")
 	g.Expect(ok).To(BeFalse())
 	g.Expect(busy).To(Equal(busyShare{key: "registry a", heldFor: 3 * time.Second}), "held since its oldest holder took it")
-	_, _, ok = s.tryAcquire(t0, obj("b1"), "registry b", "namespace x")
+	_, _, ok = s.tryAcquire(t0, teamObject("b1"), "registry b", "namespace x")
 	g.Expect(ok).To(BeTrue())
-	_, busy, ok = s.tryAcquire(t0, obj("c1"), "registry c", "namespace x")
+	_, busy, ok = s.tryAcquire(t0, teamObject("c1"), "registry c", "namespace x")
 	g.Expect(ok).To(BeFalse())
 	g.Expect(busy.key).To(Equal("namespace x"))
 	g.Expect(s.held).NotTo(HaveKey("registry c"), "nothing is taken when a key is busy")
-	_, _, ok = s.tryAcquire(t0.Add(3*time.Second), obj("a4"), "registry a", "namespace z")
+	_, _, ok = s.tryAcquire(t0.Add(3*time.Second), teamObject("a4"), "registry a", "namespace z")
 	g.Expect(ok).To(BeFalse())
-	_, _, ok = s.tryAcquire(t0.Add(4*time.Second), obj("a3"), "registry a", "namespace z")
+	_, _, ok = s.tryAcquire(t0.Add(4*time.Second), teamObject("a3"), "registry a", "namespace z")
 	g.Expect(ok).To(BeFalse())
-	g.Expect(s.lines["registry a"]).To(Equal([]types.NamespacedName{obj("a3"), obj("a4")}), "in line once, in the order they came")
+	g.Expect(s.lines["registry a"]).To(Equal([]types.NamespacedName{teamObject("a3"), teamObject("a4")}), "in line once, in the order they came")
 
 	r1()
 	r1()
 	g.Expect(woken(s)).To(Equal([]string{"team/a3", "team/c1"}), "a given-back share wakes the first in line of each of its keys, once")
-	_, _, ok = s.tryAcquire(t0.Add(3*time.Second), obj("a4"), "registry a", "namespace z")
+	_, _, ok = s.tryAcquire(t0.Add(3*time.Second), teamObject("a4"), "registry a", "namespace z")
 	g.Expect(ok).To(BeTrue())
 	g.Expect(s.lines).NotTo(HaveKey("registry a"), "who takes a share leaves the line")
-	_, busy, ok = s.tryAcquire(t0.Add(4*time.Second), obj("a3"), "registry a", "namespace z")
+	_, busy, ok = s.tryAcquire(t0.Add(4*time.Second), teamObject("a3"), "registry a", "namespace z")
 	g.Expect(ok).To(BeFalse())
 	g.Expect(busy).To(Equal(busyShare{key: "registry a", heldFor: 3 * time.Second}), "the first holder gave its share back")
 	g.Expect(newWorkerShares(1).limit).To(Equal(1))
@@ -54,16 +62,15 @@ func TestWorkerShares(t *testing.T) {
 func TestWorkerSharesWakeOneObjectPerKeyGivenBack(t *testing.T) {
 	g := NewWithT(t)
 	s := newWorkerShares(2)
-	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
-	obj := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: "team", Name: name} }
-	release, _, ok := s.tryAcquire(t0, obj("a1"), "registry a", "namespace x")
+	t0 := shareTime
+	release, _, ok := s.tryAcquire(t0, teamObject("a1"), "registry a", "namespace x")
 	g.Expect(ok).To(BeTrue())
 	for _, name := range []string{"a2", "a3", "a4"} {
-		_, _, ok := s.tryAcquire(t0, obj(name), "registry a", "namespace x")
+		_, _, ok := s.tryAcquire(t0, teamObject(name), "registry a", "namespace x")
 		g.Expect(ok).To(BeFalse())
 	}
 	g.Expect(s.lines["namespace x"]).To(BeEmpty(), "the first used-up key is the one waited for")
-	_, _, ok = s.tryAcquire(t0, obj("b1"), "registry b", "namespace x")
+	_, _, ok = s.tryAcquire(t0, teamObject("b1"), "registry b", "namespace x")
 	g.Expect(ok).To(BeFalse())
 	release()
 	g.Expect(woken(s)).To(Equal([]string{"team/a2", "team/b1"}), "two shares given back wake two objects")
