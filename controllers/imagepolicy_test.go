@@ -261,7 +261,8 @@ func TestNewPolicyWaitsQuietlyForItsRepositorysFirstScan(t *testing.T) {
 	g.Eventually(reg.InFlight).Should(BeNumerically(">=", 1), "the first scan is under way, held by the registry")
 
 	quiet := func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pol), pol)).To(Succeed())
+		// From the API server: the cache may not have the new policy yet.
+		g.Expect(apiServer.Get(context.Background(), client.ObjectKeyFromObject(pol), pol)).To(Succeed())
 		g.Expect(pol.Status.Conditions).To(BeEmpty(), "a policy waiting for its repository's first scan writes nothing")
 	}
 	// The policy has run and waits; past the quiet period of a short
