@@ -85,9 +85,13 @@ func TestDashboard(t *testing.T) {
 	d.run(t, d.command(1, 0))
 	g.Eventually(cell(eu1Cell)).WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).
 		Should(MatchRegexp(`^up-to-date: 1\.1\.0@`), "eu-1 gets 1.1.0 first")
-	g.Expect(cell(us1Cell)(g)).To(MatchRegexp(`^waiting: 1\.0\.0@sha256:[0-9a-f]{12} WAITING$`), "us-1 waits for the pause after eu-1")
-	// The target's record is written before the Sync's Ready message: the
-	// page shows the message when it arrives.
+	// The page reads the Syncs and their targets' records in two lists: a
+	// rendering whose Sync list came before the Sync's status named the new
+	// revision, and whose record list came after eu-1 applied it, shows
+	// us-1 behind; the next rendering, well within the pause, shows it
+	// waiting.
+	g.Eventually(cell(us1Cell)).WithTimeout(10*time.Second).WithPolling(200*time.Millisecond).
+		Should(MatchRegexp(`^waiting: 1\.0\.0@sha256:[0-9a-f]{12} WAITING$`), "us-1 waits for the pause after eu-1")
 	g.Eventually(func(g Gomega) string { return rollout(g, page) }).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).
 		Should(MatchRegexp(`Wave 2: waiting \(rollout of main@sha1:[0-9a-f]+: 1 of 2 waves done, next wave in \d+s\)`))
 	screenshot(t, page, "dashboard-waiting.png")
