@@ -323,9 +323,10 @@ func (r *ImagePolicyReconciler) reflectDigest(ctx context.Context, pol *imagev1.
 // for the message of a wait), holding a share of the policy workers until
 // release is called.
 func (r *ImagePolicyReconciler) registryFor(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, what string) (*registry.Client, func(), error) {
-	release, busy, ok := r.shares.tryAcquire(r.Clock.Now(), client.ObjectKeyFromObject(pol), registryShareKey(repo), namespaceShareKey(pol.Namespace))
+	now := r.Clock.Now()
+	release, busy, ok := r.shares.tryAcquire(now, client.ObjectKeyFromObject(pol), registryShareKey(repo), namespaceShareKey(pol.Namespace))
 	if !ok {
-		return nil, nil, r.waits.busyError(pol, r.Clock.Now(), what, busy)
+		return nil, nil, r.waits.busyError(pol, now, what, busy)
 	}
 	reg, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {

@@ -141,7 +141,7 @@ func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, repo *imagev1
 
 	release, busy, ok := r.shares.tryAcquire(now, client.ObjectKeyFromObject(repo), scanShareKeys(repo)...)
 	if !ok {
-		return r.waitForShare(repo, busy)
+		return r.waitForShare(repo, now, busy)
 	}
 	tags, err := r.scan(ctx, repo, exclusions)
 	release()
@@ -230,13 +230,13 @@ func namespaceShareKey(ns string) string {
 }
 
 // waitForShare is the outcome of a scan put off because busy holds its
-// share of the scan workers: a repository that was scanned and is Ready
-// stays so, any other waits (see busyError).
-func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, busy busyShare) outcome {
+// share of the scan workers at now: a repository that was scanned and is
+// Ready stays so, any other waits (see busyError).
+func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, now time.Time, busy busyShare) outcome {
 	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
 		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
 	}
-	return outcome{err: r.waits.busyError(repo, r.Clock.Now(), "scan", busy)}
+	return outcome{err: r.waits.busyError(repo, now, "scan", busy)}
 }
 
 // tagListTooLargeReason: the registry's tag list is past the documented

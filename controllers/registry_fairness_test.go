@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// shareTime is when the shares of the worker share tests are taken.
+// shareTime is when the worker share and quiet wait tests start.
 var shareTime = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
 
 // teamObject names an object of the namespace team, for the worker share
@@ -62,15 +62,14 @@ func TestWorkerShares(t *testing.T) {
 func TestWorkerSharesWakeOneObjectPerKeyGivenBack(t *testing.T) {
 	g := NewWithT(t)
 	s := newWorkerShares(2)
-	t0 := shareTime
-	release, _, ok := s.tryAcquire(t0, teamObject("a1"), "registry a", "namespace x")
+	release, _, ok := s.tryAcquire(shareTime, teamObject("a1"), "registry a", "namespace x")
 	g.Expect(ok).To(BeTrue())
 	for _, name := range []string{"a2", "a3", "a4"} {
-		_, _, ok := s.tryAcquire(t0, teamObject(name), "registry a", "namespace x")
+		_, _, ok := s.tryAcquire(shareTime, teamObject(name), "registry a", "namespace x")
 		g.Expect(ok).To(BeFalse())
 	}
 	g.Expect(s.lines["namespace x"]).To(BeEmpty(), "the first used-up key is the one waited for")
-	_, _, ok = s.tryAcquire(t0, teamObject("b1"), "registry b", "namespace x")
+	_, _, ok = s.tryAcquire(shareTime, teamObject("b1"), "registry b", "namespace x")
 	g.Expect(ok).To(BeFalse())
 	release()
 	g.Expect(woken(s)).To(Equal([]string{"team/a2", "team/b1"}), "two shares given back wake two objects")
@@ -92,7 +91,7 @@ func woken(s *workerShares) []string {
 func TestQuietWaitsForNewObjectsOnly(t *testing.T) {
 	g := NewWithT(t)
 	var q quietWaits
-	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	now := shareTime
 	repo := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
 	slow := busyShare{key: "registry a", heldFor: quietFor}
 
@@ -130,7 +129,7 @@ func TestQuietWaitsForNewObjectsOnly(t *testing.T) {
 func TestQuietWaitsInLineForAShareThatTurnsOver(t *testing.T) {
 	g := NewWithT(t)
 	var q quietWaits
-	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	now := shareTime
 	repo := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
 	turning := busyShare{key: "registry a", heldFor: 200 * time.Millisecond}
 
