@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/jitter"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,7 +77,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	// The product's cache and client: SyncTargets, which promotion gates
+	// read when a Sync changes, come from the API server, never from a
+	// cache that may not have the record the Sync's change follows.
+	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: controllers.ManagerCache(labels.Everything(), ""), Client: controllers.ClientOptions()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: creating the manager:", err)
 		return 1
