@@ -140,7 +140,17 @@ func cutMessage(msg string, limit int) string {
 	return fmt.Sprintf("%s … (%d more bytes)", msg[:cut], len(msg)-cut)
 }
 
-// ShardCache returns the cache options of a manager that reconciles only
+// ManagerOptions returns the options that decide what uprev's manager
+// reads and how: scheme, the cache (managerCache, with shard as Flux's
+// --watch-label-selector) and the client (clientOptions). The uprev
+// binary adds its listeners and leader election to them; a test suite
+// that runs the controllers in process takes them as they are, so that
+// its controllers read what the product's read, from where they read it.
+func ManagerOptions(scheme *runtime.Scheme, shard labels.Selector, webhookSecretName string) ctrl.Options {
+	return ctrl.Options{Scheme: scheme, Cache: managerCache(shard, webhookSecretName), Client: clientOptions()}
+}
+
+// shardCache returns the cache options of a manager that reconciles only
 // the objects selector matches: Flux's --watch-label-selector, with its
 // convention of a `sharding.fluxcd.io/key` label. The seven kinds uprev
 // reconciles are filtered on the apiserver's side, so each shard lists and
@@ -149,7 +159,7 @@ func cutMessage(msg string, limit int) string {
 // (ImagePolicy and ImageRepository, UpdateAutomation and its policies,
 // ReleaseGate and its policies) must carry the same shard label, as in
 // Flux.
-func ShardCache(selector labels.Selector) cache.Options {
+func shardCache(selector labels.Selector) cache.Options {
 	if selector.Empty() {
 		return cache.Options{}
 	}
@@ -160,17 +170,17 @@ func ShardCache(selector labels.Selector) cache.Options {
 	return cache.Options{ByObject: byObject}
 }
 
-// ManagerCache returns the cache options of the manager: ShardCache's,
+// managerCache returns the cache options of the manager: shardCache's,
 // and Secrets filtered to the webhook receivers' Secret name, the only
 // Secrets read from the cache (by the receivers, so that a flood of
 // notifications does not become a flood of API requests). Every other
-// Secret is read from the API server when needed (ClientOptions), so the
+// Secret is read from the API server when needed (clientOptions), so the
 // manager's memory does not grow with the Secrets of the cluster. Objects
 // are kept without their managed fields, which uprev never reads and
 // which are often most of a small object: less to keep, copy on every read
 // and marshal for every status patch.
-func ManagerCache(selector labels.Selector, webhookSecretName string) cache.Options {
-	opts := ShardCache(selector)
+func managerCache(selector labels.Selector, webhookSecretName string) cache.Options {
+	opts := shardCache(selector)
 	opts.DefaultTransform = cache.TransformStripManagedFields()
 	if opts.ByObject == nil {
 		opts.ByObject = map[client.Object]cache.ByObject{}
@@ -182,14 +192,15 @@ func ManagerCache(selector labels.Selector, webhookSecretName string) cache.Opti
 	return opts
 }
 
-// ClientOptions returns the options of the manager's client: Secrets and
+// clientOptions returns the options of the manager's client: Secrets and
 // ServiceAccounts, which any tenant may create by the thousand, are read
 // from the API server, not from a cluster-wide cache. uprev reads only the
 // few its objects name, once per run, and watches none. SyncTargets too
 // are read from the API server, listed by Sync once per run: pruning must
-// never read an inventory older than the last one written, and the manager
-// need not hold every target's inventory in memory.
-func ClientOptions() client.Options {
+// never read an inventory older than the last one written, a promotion gate
+// run by a Sync's change must read the records the Sync wrote before it,
+// and the manager need not hold every target's inventory in memory.
+func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ServiceAccount{}, &uprevv1.SyncTarget{}}}}
 }
 

@@ -84,7 +84,9 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: ManagerCache(labels.Everything(), ""), Client: ClientOptions()})
+	mgrOpts := ManagerOptions(scheme, labels.Everything(), "")
+	mgrOpts.Metrics = metricsserver.Options{BindAddress: "0"}
+	mgr, err := ctrl.NewManager(c.Config, mgrOpts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -166,22 +166,19 @@ func (o *managerOptions) run(ctx context.Context) error {
 	}
 	leaseDuration, renewDeadline, retryPeriod := o.leaderOpts.LeaseDuration, o.leaderOpts.RenewDeadline, o.leaderOpts.RetryPeriod
 	gracefulShutdown := 30 * time.Second
-	mgr, err := ctrl.NewManager(client.GetConfigOrDie(o.clientOpts), ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       o.metricsOptions(),
-		HealthProbeBindAddress:        o.probeAddr,
-		PprofBindAddress:              o.pprofAddr,
-		LeaderElection:                o.leaderOpts.Enable,
-		Cache:                         controllers.ManagerCache(shard, opts.Webhook.SecretName),
-		Client:                        controllers.ClientOptions(),
-		LeaderElectionID:              leaderelection.GenerateID("uprev", o.enabled, o.watchSelector),
-		LeaderElectionNamespace:       o.leaderNS,
-		LeaderElectionReleaseOnCancel: o.leaderOpts.ReleaseOnCancel,
-		LeaseDuration:                 &leaseDuration,
-		RenewDeadline:                 &renewDeadline,
-		RetryPeriod:                   &retryPeriod,
-		GracefulShutdownTimeout:       &gracefulShutdown,
-	})
+	mgrOpts := controllers.ManagerOptions(scheme, shard, opts.Webhook.SecretName)
+	mgrOpts.Metrics = o.metricsOptions()
+	mgrOpts.HealthProbeBindAddress = o.probeAddr
+	mgrOpts.PprofBindAddress = o.pprofAddr
+	mgrOpts.LeaderElection = o.leaderOpts.Enable
+	mgrOpts.LeaderElectionID = leaderelection.GenerateID("uprev", o.enabled, o.watchSelector)
+	mgrOpts.LeaderElectionNamespace = o.leaderNS
+	mgrOpts.LeaderElectionReleaseOnCancel = o.leaderOpts.ReleaseOnCancel
+	mgrOpts.LeaseDuration = &leaseDuration
+	mgrOpts.RenewDeadline = &renewDeadline
+	mgrOpts.RetryPeriod = &retryPeriod
+	mgrOpts.GracefulShutdownTimeout = &gracefulShutdown
+	mgr, err := ctrl.NewManager(client.GetConfigOrDie(o.clientOpts), mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}

@@ -77,11 +77,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	// The product's cache and client: SyncTargets, which promotion gates
-	// read when a Sync changes, come from the API server, never from a
-	// cache that may not have the record the Sync's change follows.
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: controllers.ManagerCache(labels.Everything(), ""), Client: controllers.ClientOptions()})
+	// The product's cache and client: a cache the product does not keep
+	// (SyncTargets) could lag the change that runs a controller.
+	mgrOpts := controllers.ManagerOptions(scheme, labels.Everything(), "")
+	mgrOpts.Metrics = metricsserver.Options{BindAddress: "0"}
+	mgr, err := ctrl.NewManager(c.Config, mgrOpts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: creating the manager:", err)
 		return 1
