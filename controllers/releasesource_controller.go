@@ -26,8 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/forge"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/policy"
 	"github.com/uprev-dev/uprev/internal/source"
 )
@@ -195,7 +196,7 @@ func sourceURL(rs *uprevv1.ReleaseSource) string {
 	case spec.GitHubReleases != nil && spec.GitHubReleases.URL != "":
 		return spec.GitHubReleases.URL
 	case spec.GitHubReleases != nil:
-		return source.DefaultGitHubAPI
+		return forge.DefaultGitHubURL
 	case spec.GitTags != nil:
 		return spec.GitTags.URL
 	case spec.HTTPJSON != nil:
@@ -303,7 +304,7 @@ func (r *ReleaseSourceReconciler) scanGitTags(ctx context.Context, rs *uprevv1.R
 	remote.Timeout = access.Timeout
 	listing, err := source.ListGitTags(ctx, remote)
 	switch {
-	case errors.Is(err, netguard.ErrDenied):
+	case errors.Is(err, outbound.ErrDenied):
 		return source.Listing{}, stalled(uprevv1.InvalidSpecReason, err)
 	case errors.Is(err, gitrepo.ErrListingTooLarge):
 		// As an HTTP source's answer past its bound: the next scan may
@@ -350,7 +351,7 @@ func (r *ReleaseSourceReconciler) githubAppToken(ctx context.Context, rs *uprevv
 	var url string
 	switch {
 	case rs.Spec.GitHubReleases != nil:
-		url = cmp.Or(rs.Spec.GitHubReleases.URL, "https://api.github.com")
+		url = cmp.Or(rs.Spec.GitHubReleases.URL, forge.DefaultGitHubURL)
 	case rs.Spec.GitTags != nil:
 		url = rs.Spec.GitTags.URL
 	default:
@@ -376,7 +377,7 @@ func sourceError(err error) error {
 	switch {
 	case errors.As(err, &limited):
 		return transientAfter(uprevv1.RateLimitedReason, err, limited.RetryAfter)
-	case errors.Is(err, source.ErrInvalidConfig), errors.Is(err, netguard.ErrDenied):
+	case errors.Is(err, source.ErrInvalidConfig), errors.Is(err, outbound.ErrDenied):
 		return stalled(uprevv1.InvalidSpecReason, err)
 	case errors.Is(err, source.ErrUnauthorized):
 		return transient(uprevv1.AuthenticationFailedReason, err)
@@ -414,7 +415,7 @@ func describeSource(rs *uprevv1.ReleaseSource) string {
 	case spec.GitHubReleases != nil:
 		api := spec.GitHubReleases.URL
 		if api == "" {
-			api = source.DefaultGitHubAPI
+			api = forge.DefaultGitHubURL
 		}
 		return fmt.Sprintf("releases of %s at %s", spec.GitHubReleases.Repository, source.RedactURL(api))
 	case spec.GitTags != nil:

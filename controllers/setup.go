@@ -29,6 +29,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/notify"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/source"
 	"github.com/uprev-dev/uprev/internal/webhook"
@@ -60,7 +61,13 @@ type Options struct {
 	// automations of one namespace have open at once; 0 means
 	// DefaultGitSessionsPerNamespace.
 	GitSessionsPerNamespace int
-	// Registry configures registry access (per-host limits, retries).
+	// DenyCIDRs are the address ranges no call to a host an object names
+	// may go to (--registry-deny-cidrs): registries, release sources and
+	// forges are given it here; Git and the libraries that take no client
+	// of ours have it from outbound.Install.
+	DenyCIDRs outbound.Denylist
+	// Registry configures registry access (per-host limits, retries); its
+	// DenyCIDRs are Options.DenyCIDRs.
 	Registry registry.ScannerOptions
 	// MaxCRDLayerSize bounds an artifact layer read for CRD bundles; 0
 	// means 100 MiB.
@@ -223,6 +230,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	copts := controller.Options{MaxConcurrentReconciles: max(1, opts.Concurrency)}
+	opts.Registry.DenyCIDRs = opts.DenyCIDRs
 	recorders, err := eventRecorders(mgr, opts.EventsAddr)
 	if err != nil {
 		return err
@@ -269,7 +277,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 		gates.Events = recorders(gates.Events)
 		sources := &ReleaseSourceReconciler{Clock: opts.Clock, TokenCache: tokens, Sources: source.NewClient(source.Options{
-			DenyCIDRs: opts.Registry.DenyCIDRs, UserAgent: opts.Registry.UserAgent})}
+			DenyCIDRs: opts.DenyCIDRs, UserAgent: opts.Registry.UserAgent})}
 		if err := sources.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up ReleaseSource controller: %w", err)
 		}
@@ -296,7 +304,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes, gitSlots: slots,
+		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout), MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes, gitSlots: slots,
 			DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)

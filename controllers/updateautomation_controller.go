@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -51,6 +52,10 @@ type UpdateAutomationReconciler struct {
 	// registry tokens for those artifacts and GitHub App installation
 	// tokens for Git; nil fetches one every time.
 	TokenCache *cache.TokenCache
+	// Forges makes the calls to forges' APIs for pull requests: the
+	// outbound layer's client (outbound.Denylist.Client), with the deny
+	// list and a deadline.
+	Forges *http.Client
 	// DefaultServiceAccount is the cloud identity of CRD-bundle pulls from
 	// repositories without serviceAccountName (see cloudIdentity).
 	DefaultServiceAccount string

@@ -154,7 +154,7 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 		return err
 	}
 	repo, _ := pullRequestRepository(auto)
-	f, err := forge.New(forge.Config{Provider: forge.Provider(spec.Provider), URL: spec.URL, Repository: repo, Token: token})
+	f, err := forge.New(forge.Config{Provider: forge.Provider(spec.Provider), URL: spec.URL, Repository: repo, Token: token, HTTPClient: r.Forges})
 	if err != nil {
 		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.push.pullRequest: %w", err))
 	}
@@ -178,6 +178,9 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 	ctrl.LoggerFrom(ctx).Info("Pull request up to date", "number", pr.Number, "url", pr.URL, "created", pr.Created, "commit", head)
 	return nil
 }
+
+// forgeTimeout bounds each call to a forge's API.
+const forgeTimeout = 30 * time.Second
 
 // pullRequestError makes a forge failure PullRequestFailed, retried after
 // the wait a rate limit asked for, or else with backoff.

@@ -23,8 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/uprev-dev/uprev/controllers"
-	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/version"
 	"github.com/uprev-dev/uprev/internal/webhook"
 )
@@ -135,12 +134,12 @@ func (o *managerOptions) run(ctx context.Context) error {
 	opts.Controllers = strings.Split(o.enabled, ",")
 	opts.Registry.MaxConcurrentPerHost = o.registryConns
 	opts.Registry.RequestsPerSecond = o.registryRate
-	deny, err := netguard.Parse(o.registryDeny)
+	deny, err := outbound.Parse(o.registryDeny)
 	if err != nil {
 		return fmt.Errorf("--registry-deny-cidrs: %w", err)
 	}
-	opts.Registry.DenyCIDRs = deny
-	gitrepo.DenyAddresses(deny)
+	opts.DenyCIDRs = deny
+	outbound.Install(deny)
 
 	log := logger.NewLogger(o.logOpts)
 	ctrl.SetLogger(log)

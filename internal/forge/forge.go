@@ -92,7 +92,9 @@ type Config struct {
 	Repository string
 	// Token authenticates the calls; it is sent only in a header.
 	Token string
-	// HTTPClient makes the calls; nil means a client with a 30 s timeout.
+	// HTTPClient makes the calls; required. It is the outbound layer's
+	// (outbound.Denylist.Client), so that the operator's deny list and a
+	// deadline apply to every call to a forge a tenant names.
 	HTTPClient *http.Client
 }
 
@@ -106,7 +108,7 @@ func New(cfg Config) (Forge, error) {
 		return nil, fmt.Errorf("%w: repository %q is not owner/name", ErrInvalidConfig, cfg.Repository)
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		return nil, fmt.Errorf("%w: no HTTP client (forge calls go through the outbound layer)", ErrInvalidConfig)
 	}
 	switch cfg.Provider {
 	case GitHub:

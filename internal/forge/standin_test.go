@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/uprev-dev/uprev/internal/forge"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
 	"github.com/uprev-dev/uprev/internal/testenv/gitlabapi"
 )
@@ -24,6 +25,9 @@ func spec(body string) forge.PullRequestSpec {
 
 func newForge(t *testing.T, cfg forge.Config) forge.Forge {
 	t.Helper()
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = outbound.Denylist(nil).Client(30 * time.Second)
+	}
 	f, err := forge.New(cfg)
 	if err != nil {
 		t.Fatalf("forge.New: %v", err)
@@ -183,11 +187,13 @@ func TestGitLabErrorsAreReported(t *testing.T) {
 // TestNewRefusesWhatCannotWork: configurations that cannot work are
 // ErrInvalidConfig.
 func TestNewRefusesWhatCannotWork(t *testing.T) {
+	client := outbound.Denylist(nil).Client(time.Second)
 	for _, cfg := range []forge.Config{
-		{Provider: forge.GitHub, Repository: "fleet"},
-		{Provider: forge.GitHub, Repository: "acme/team/fleet"},
-		{Provider: forge.Gitea, Repository: "acme/fleet"},
-		{Provider: "bitbucket", Repository: "acme/fleet"},
+		{Provider: forge.GitHub, Repository: "fleet", HTTPClient: client},
+		{Provider: forge.GitHub, Repository: "acme/team/fleet", HTTPClient: client},
+		{Provider: forge.Gitea, Repository: "acme/fleet", HTTPClient: client},
+		{Provider: "bitbucket", Repository: "acme/fleet", HTTPClient: client},
+		{Provider: forge.GitHub, Repository: "acme/fleet"}, // no client of the outbound layer
 	} {
 		_, err := forge.New(cfg)
 		NewWithT(t).Expect(err).To(MatchError(forge.ErrInvalidConfig), "%+v", cfg)

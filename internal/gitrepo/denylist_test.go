@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
 
@@ -19,13 +19,13 @@ func TestDeniedAddressesAreNeverDialled(t *testing.T) {
 	g := NewWithT(t)
 	srv := gitserver.Start(t)
 	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app.yaml": "a: 1\n"})
-	deny, err := netguard.Parse([]string{"127.0.0.0/8", "::1/128"})
+	deny, err := outbound.Parse([]string{"127.0.0.0/8", "::1/128"})
 	g.Expect(err).NotTo(HaveOccurred())
-	gitrepo.DenyAddresses(deny)
-	t.Cleanup(func() { gitrepo.DenyAddresses(nil) })
+	outbound.Install(deny)
+	t.Cleanup(func() { outbound.Install(nil) })
 
 	_, err = newCache(t).Open(context.Background(), newRemote(t, url, nil), gitrepo.OpenOptions{Branch: "main"})
-	g.Expect(err).To(MatchError(netguard.ErrDenied))
+	g.Expect(err).To(MatchError(outbound.ErrDenied))
 	g.Expect(err.Error()).To(ContainSubstring("127.0.0.0/8"))
 	g.Expect(srv.Counts().UploadPack).To(BeZero(), "the Git server got a request")
 
@@ -34,9 +34,9 @@ func TestDeniedAddressesAreNeverDialled(t *testing.T) {
 		"known_hosts": srv.KnownHosts(),
 	})
 	_, err = newCache(t).Open(context.Background(), sshRemote, gitrepo.OpenOptions{Branch: "main"})
-	g.Expect(err).To(MatchError(netguard.ErrDenied), "over SSH")
+	g.Expect(err).To(MatchError(outbound.ErrDenied), "over SSH")
 
-	gitrepo.DenyAddresses(nil)
+	outbound.Install(nil)
 	s, err := newCache(t).Open(context.Background(), newRemote(t, url, nil), gitrepo.OpenOptions{Branch: "main"})
 	g.Expect(err).NotTo(HaveOccurred())
 	s.Close()

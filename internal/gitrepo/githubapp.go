@@ -10,6 +10,8 @@ import (
 
 	"github.com/fluxcd/pkg/auth/githubapp"
 	"github.com/fluxcd/pkg/cache"
+
+	"github.com/uprev-dev/uprev/internal/forge"
 )
 
 // IsGitHubApp reports whether the data of a Git Secret names a GitHub App
@@ -83,10 +85,11 @@ func (a GitHubApp) Credentials(ctx context.Context, rawURL string, data map[stri
 }
 
 // apiHost is the host of the GitHub API a GitHub App Secret names
-// (githubAppBaseURL), api.github.com when it names none.
+// (githubAppBaseURL), GitHub's own when it names none.
 func apiHost(data map[string][]byte) string {
-	if u, err := url.Parse(string(data[githubapp.KeyAppBaseURL])); err == nil && u.Host != "" {
-		return u.Host
+	u, err := url.Parse(cmp.Or(string(data[githubapp.KeyAppBaseURL]), forge.DefaultGitHubURL))
+	if err != nil {
+		return string(data[githubapp.KeyAppBaseURL])
 	}
-	return "api.github.com"
+	return u.Host
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"golang.org/x/net/proxy"
+
+	"github.com/uprev-dev/uprev/internal/outbound"
 )
 
 // go-git's SSH transport dials and shakes hands with the server before it
@@ -99,9 +101,10 @@ func (d deadlineDialer) DialContext(ctx context.Context, network, addr string) (
 	dial := v.(sshDial)
 	ctx, cancel := context.WithDeadline(ctx, dial.deadline)
 	defer cancel()
-	var forward proxy.ContextDialer = &net.Dialer{Control: deniedAddresses().Control}
+	checked := outbound.Installed().Dialer()
+	var forward proxy.ContextDialer = checked
 	if dial.via != nil {
-		p, err := proxy.FromURL(dial.via, proxy.Direct)
+		p, err := proxy.FromURL(dial.via, checked)
 		if err != nil {
 			return nil, fmt.Errorf("dialing the proxy: %w", err)
 		}

@@ -7,11 +7,12 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/uprev-dev/uprev/internal/outbound"
 )
 
 // Bounds of one listing of a remote's references (ListTags). A remote
@@ -34,7 +35,7 @@ var ErrListingTooLarge = errors.New("reference listing too large")
 // ListTags returns the names of the remote's tags (without refs/tags/),
 // read from one listing of its references: nothing is cloned or fetched,
 // nothing is written to disk. The listing runs under the remote's timeout,
-// goes through the same checked connections (DenyAddresses) as every
+// goes through the same checked connections (outbound.Install) as every
 // other Git operation, and is bounded in size: at most
 // MaxAdvertisementBytes read from the server, MaxAdvertisedRefs references
 // and MaxListedTags tags, past which it fails with ErrListingTooLarge.
@@ -126,13 +127,13 @@ func (b *readBudget) conn(c net.Conn) net.Conn {
 	return &budgetConn{Conn: c, budget: b}
 }
 
-// httpClient returns an HTTP client for one operation: net/http's default
-// settings, connections checked against the denied addresses and counted
+// httpClient returns an HTTP client for one operation: the outbound
+// layer's transport (outbound.Install's deny list), connections counted
 // against b, none kept for another operation. go-git clones its transport
 // for a remote with its own CA or proxy; the clone keeps the dialer.
 func (b *readBudget) httpClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	dial := deniedAddresses().DialContext(net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	t := outbound.Installed().Transport()
+	dial := t.DialContext
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
@@ -141,7 +142,7 @@ func (b *readBudget) httpClient() *http.Client {
 		return b.conn(c), nil
 	}
 	t.DisableKeepAlives = true
-	return &http.Client{Transport: t}
+	return outbound.NewClient(t, nil)
 }
 
 // budgetConn is a connection whose reads are counted against a budget.

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/time/rate"
 
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 )
 
 // ScannerOptions configure a Scanner. Zero values take the defaults given.
@@ -56,7 +56,7 @@ type ScannerOptions struct {
 	// DenyCIDRs are address ranges no registry connection may go to
 	// (--registry-deny-cidrs), checked on the resolved address when a
 	// connection is dialled. Empty denies nothing.
-	DenyCIDRs netguard.Denylist
+	DenyCIDRs outbound.Denylist
 	// MaxTags is the most tags one tag list may hold. Default
 	// DefaultMaxTags.
 	MaxTags int

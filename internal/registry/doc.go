@@ -24,7 +24,7 @@
 // tags, bytes and pages and page only on the registry's own host, error
 // answers are read up to 64 KiB and quoted in one short line, and
 // ScannerOptions.DenyCIDRs refuses connections to denied address ranges
-// when they are dialled (internal/netguard).
+// when they are dialled (internal/outbound).
 //
 // # Tag store
 //

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 )
 
 var (
@@ -64,7 +64,7 @@ func classify(err error) error {
 	switch {
 	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrTagListTooLarge):
 		return err
-	case errors.Is(err, netguard.ErrDenied):
+	case errors.Is(err, outbound.ErrDenied):
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	case errors.As(err, &terr):
 		err = shortError{err}

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	. "github.com/onsi/gomega"
 
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	testproxy "github.com/uprev-dev/uprev/internal/testenv/proxy"
 	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -153,17 +153,17 @@ func TestDenyCIDRsRefuseALoopbackRegistry(t *testing.T) {
 	g := NewWithT(t)
 	r := testregistry.Start(t)
 	r.PushTags(t, "acme/agent", "1.0.0")
-	deny := netguard.Denylist{netip.MustParsePrefix("127.0.0.0/8")}
+	deny := outbound.Denylist{netip.MustParsePrefix("127.0.0.0/8")}
 	c := newClient(t, ScannerOptions{DenyCIDRs: deny}, Access{})
 	_, err := c.ListTags(t.Context(), r.Image("acme/agent"))
-	g.Expect(err).To(MatchError(netguard.ErrDenied))
+	g.Expect(err).To(MatchError(outbound.ErrDenied))
 	g.Expect(err).To(MatchError(ErrInvalidConfig))
 	_, err = c.ListTags(t.Context(), "localhost:"+strings.Split(r.Host(), ":")[1]+"/acme/agent")
-	g.Expect(err).To(MatchError(netguard.ErrDenied))
+	g.Expect(err).To(MatchError(outbound.ErrDenied))
 	g.Expect(r.Counts().Total).To(BeZero())
 
 	// Another range leaves it reachable.
-	c = newClient(t, ScannerOptions{DenyCIDRs: netguard.Denylist{netip.MustParsePrefix("169.254.0.0/16")}}, Access{})
+	c = newClient(t, ScannerOptions{DenyCIDRs: outbound.Denylist{netip.MustParsePrefix("169.254.0.0/16")}}, Access{})
 	_, err = c.ListTags(t.Context(), r.Image("acme/agent"))
 	g.Expect(err).NotTo(HaveOccurred())
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/registry"
 )
 
@@ -74,7 +74,7 @@ type Options struct {
 	// DenyCIDRs are address ranges no connection may go to
 	// (--registry-deny-cidrs), checked on the resolved address when a
 	// connection is dialled.
-	DenyCIDRs netguard.Denylist
+	DenyCIDRs outbound.Denylist
 	// MaxBytes bounds every answer. Default DefaultMaxBytes.
 	MaxBytes int64
 	// MaxAssetBytes bounds every asset. Default DefaultMaxAssetBytes.
@@ -196,7 +196,7 @@ func (c *Client) sessionOn(key, host string, access Access) (*session, error) {
 	// The key names the credentials too: other credentials may see
 	// another answer.
 	s.key = key + "\x00" + secretFingerprint(access)
-	s.http = &http.Client{Transport: transport, CheckRedirect: s.checkRedirect}
+	s.http = outbound.NewClient(transport, s.checkRedirect)
 	return s, nil
 }
 

@@ -7,17 +7,16 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-)
 
-// DefaultGitHubAPI is the API of github.com.
-const DefaultGitHubAPI = "https://api.github.com"
+	"github.com/uprev-dev/uprev/internal/forge"
+)
 
 // MaxReleasePages bounds the pages of releases one scan reads (100
 // releases a page): the newest 1,000 releases are listed.
 const MaxReleasePages = 10
 
 // ListGitHubReleases lists the releases of repository (owner/name) through
-// GitHub's REST API at apiURL (DefaultGitHubAPI when empty; GitHub
+// GitHub's REST API at apiURL (forge.DefaultGitHubURL when empty; GitHub
 // Enterprise's https://<host>/api/v3 or Gitea's https://<host>/api/v1 are
 // compatible). Drafts are never listed; prereleases are, marked, for Select
 // to decide on. The version is the release's tag and its URL the release's
@@ -27,7 +26,7 @@ func (c *Client) ListGitHubReleases(ctx context.Context, key string, access Acce
 	ctx, cancel := access.withTimeout(ctx)
 	defer cancel()
 	if apiURL == "" {
-		apiURL = DefaultGitHubAPI
+		apiURL = forge.DefaultGitHubURL
 	}
 	owner, name, ok := strings.Cut(repository, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {

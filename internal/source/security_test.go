@@ -14,7 +14,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/uprev-dev/uprev/internal/netguard"
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/testenv/tarpit"
 )
 
@@ -130,10 +130,10 @@ func TestDeniedAddressesAreNotConnectedTo(t *testing.T) {
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { asked.Add(1) }))
 	t.Cleanup(srv.Close)
-	deny, err := netguard.Parse([]string{"127.0.0.0/8"})
+	deny, err := outbound.Parse([]string{"127.0.0.0/8"})
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = NewClient(Options{DenyCIDRs: deny}).ListJSON(context.Background(), "ns/feed", Access{}, srv.URL, "{.edge}")
-	g.Expect(errors.Is(err, netguard.ErrDenied)).To(BeTrue(), "%v", err)
+	g.Expect(errors.Is(err, outbound.ErrDenied)).To(BeTrue(), "%v", err)
 	g.Expect(errors.Is(err, ErrUnreachable)).To(BeTrue(), "%v", err)
 	g.Expect(asked.Load()).To(BeZero())
 }

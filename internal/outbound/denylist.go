@@ -1,10 +1,4 @@
-// Package netguard refuses outgoing connections to addresses an operator
-// has ruled out (--registry-deny-cidrs), such as the cloud metadata
-// services. The check runs when a connection is dialled, on the address it
-// actually goes to, so a name that resolves to an allowed address when it
-// is checked and to a denied one when it is used (DNS rebinding) is still
-// refused.
-package netguard
+package outbound
 
 import (
 	"context"
@@ -91,17 +85,25 @@ func (d Denylist) DialContext(dialer net.Dialer) func(ctx context.Context, netwo
 	return dialer.DialContext
 }
 
+// Dialer returns a dialer with net/http's default timeouts whose
+// connections are checked against the Denylist: the one dialer of every
+// connection to a server a tenant names (HTTP, and Git over SSH).
+func (d Denylist) Dialer() *net.Dialer {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if len(d) > 0 {
+		dialer.Control = d.Control
+	}
+	return dialer
+}
+
 // Transport returns an HTTP transport with net/http's default settings
 // (proxy from the environment, timeouts, HTTP/2) whose connections are
 // checked against the Denylist: the base of every client that reaches a
 // server a tenant names.
 func (d Denylist) Transport() *http.Transport {
 	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: d.DialContext(net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}),
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.Dialer().DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		MaxIdleConnsPerHost:   10,
@@ -109,4 +111,21 @@ func (d Denylist) Transport() *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// Client returns an HTTP client on the Denylist's Transport whose every
+// call, the reading of its body included, ends after timeout: the client of
+// APIs a tenant names, such as a forge's.
+func (d Denylist) Client(timeout time.Duration) *http.Client {
+	c := NewClient(d.Transport(), nil)
+	c.Timeout = timeout
+	return c
+}
+
+// NewClient returns an HTTP client that sends its requests through rt,
+// which is a Transport of this package's or wraps one, and follows
+// redirects as checkRedirect says (nil: net/http's rule). It is the one
+// place a client is made; Client is the usual case.
+func NewClient(rt http.RoundTripper, checkRedirect func(*http.Request, []*http.Request) error) *http.Client {
+	return &http.Client{Transport: rt, CheckRedirect: checkRedirect}
 }
