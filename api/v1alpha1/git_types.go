@@ -29,9 +29,10 @@ type GitSource struct {
 
 	// Timeout of each network operation with the repository (a clone, a
 	// fetch, a push) and of the wait for another run using the same kept
-	// clone, as Flux's GitRepository timeout. Default: 60s.
+	// clone, as Flux's GitRepository timeout. Default: 60s; at most 5m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('5m')",message="timeout must be at most 5m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }

@@ -69,14 +69,17 @@ type ReleaseSourceSpec struct {
 	// +optional
 	HTTPJSON *HTTPJSONSource `json:"httpJSON,omitempty"`
 
-	// Interval between two scans.
+	// Interval between two scans: at least 30s, as one scan may read an
+	// answer of up to 32 MiB and writes the status.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="interval must be at least 30s"
 	// +required
 	Interval metav1.Duration `json:"interval"`
-	// Timeout bounds one scan. Default 60s.
+	// Timeout bounds one scan: at most 5m. Default 60s.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('5m')",message="timeout must be at most 5m"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// SecretRef names a Secret of the source's namespace with the
@@ -185,8 +188,11 @@ type HTTPJSONSource struct {
 	URL string `json:"url"`
 	// Versions is a JSONPath expression (kubectl's syntax, such as {.edge}
 	// or {.releases[*].version}) naming the version strings in the
-	// document.
+	// document. Only the subset without recursive descent (..), unions
+	// ([a,b]) and range/end is accepted, so that an evaluation visits each
+	// value of the document at most once per step (docs/sources.md).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
 	// +required
 	Versions string `json:"versions"`
 }
