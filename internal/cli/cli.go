@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
+
+	"github.com/uprev-dev/uprev/internal/printable"
 )
 
 // Options are what every command shares.
@@ -46,8 +48,17 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit code %d", int(c)) }
 
 // Execute runs the command line args (without the program name) and
 // returns the process's exit code: 0 on success, 1 on error (the error is
-// written to opts.ErrOut), or the code a command chose.
+// written to opts.ErrOut), or the code a command chose. Everything written
+// to opts.Out and opts.ErrOut passes printable.String: a control
+// character that came from the cluster is shown escaped, never sent to the
+// terminal.
 func Execute(ctx context.Context, args []string, opts Options) int {
+	out, errOut := printable.NewWriter(opts.Out), printable.NewWriter(opts.ErrOut)
+	defer func() {
+		_ = out.Flush()
+		_ = errOut.Flush()
+	}()
+	opts.Out, opts.ErrOut = out, errOut
 	root := NewRootCommand(opts)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)

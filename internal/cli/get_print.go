@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
+
+	"github.com/uprev-dev/uprev/internal/printable"
 )
 
 // printTable writes t as kubectl does: a header in capitals (unless
@@ -38,7 +39,7 @@ func printTable(w io.Writer, t *Table, wide, namespaced, header bool) error {
 	for _, r := range t.Rows {
 		var cells []string
 		if namespaced {
-			cells = append(cells, r.Namespace)
+			cells = append(cells, cell(r.Namespace))
 		}
 		for i, c := range t.Columns {
 			if wide || !c.Wide {
@@ -76,9 +77,11 @@ func printNames(w io.Writer, t *Table) error {
 	return nil
 }
 
-// cell makes s fit in one cell of a table: one line, no tabs.
+// cell makes s fit in one cell of a table: one line, no tabs, every
+// control character shown escaped (printable.String), before the columns
+// are measured.
 func cell(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return printable.String(strings.Join(strings.Fields(s), " "))
 }
 
 // objectList is what -o yaml and -o json print for several rows, as
@@ -111,7 +114,7 @@ func printObjects(w io.Writer, t *Table, format string, named bool) error {
 	if format == outputJSON {
 		b, err = marshalJSON(out)
 	} else {
-		b, err = yaml.Marshal(out)
+		b, err = printable.YAML(out)
 	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", format, err)
@@ -121,7 +124,8 @@ func printObjects(w io.Writer, t *Table, format string, named bool) error {
 }
 
 // marshalJSON writes v as kubectl writes JSON: keys sorted, indented by
-// four spaces, a newline at the end.
+// four spaces, a newline at the end; DEL and the C1 controls, which
+// encoding/json writes as they are, escaped (\u007f) too.
 func marshalJSON(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -132,7 +136,7 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	b, err = json.MarshalIndent(generic, "", "    ")
-	return append(b, '\n'), err
+	return append(printable.JSON(b), '\n'), err
 }
 
 // singleObject returns the object of t's only row when it is a Kubernetes
