@@ -24,7 +24,15 @@ page updates itself as the cluster changes; every value links to the object
 it comes from.
 
 The page reads the cluster with your kubeconfig and rights, as kubectl does,
-and answers on localhost only; it changes nothing.`
+and changes nothing. It serves the namespace of -n (every namespace with -A)
+and nothing else: an object of another namespace, or of a kind the page does
+not show (a Secret), is refused. It answers only requests whose Host header
+names its address (on 127.0.0.1: localhost or a loopback address), so that a
+web page cannot read it through your browser by pointing its own DNS name at
+it. On an address other than loopback (--address 0.0.0.0:7070) anyone who
+reaches the port could read what your kubeconfig reads, so the page also asks
+for a token it makes at start and prints in the address to open: the first
+load with ?token=... sets a cookie; scripts send Authorization: Bearer TOKEN.`
 
 // dashboardOptions are the flags of `uprev dashboard`.
 type dashboardOptions struct {
@@ -50,7 +58,7 @@ func newDashboardCommand(opts Options) *cobra.Command {
 	}
 	o.cluster = newClusterFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Show every namespace.")
-	cmd.Flags().StringVar(&o.address, "address", "127.0.0.1:7070", "Address to serve the page on; port 0 picks a free one.")
+	cmd.Flags().StringVar(&o.address, "address", "127.0.0.1:7070", "Address to serve the page on; port 0 picks a free one. An address other than loopback needs the token printed at start.")
 	return cmd
 }
 
@@ -76,7 +84,17 @@ func (o *dashboardOptions) run(ctx context.Context, opts Options) error {
 	if !ok {
 		clk = clock.RealClock{}
 	}
-	srv, err := dashboard.New(dashboard.Options{Client: c, Namespace: namespace, Address: ln.Addr().String(), Clock: clk})
+	address := ln.Addr().String()
+	token := ""
+	needsToken, err := dashboard.NeedsToken(address)
+	if err == nil && needsToken {
+		token, err = dashboard.NewToken()
+	}
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv, err := dashboard.New(dashboard.Options{Client: c, Namespace: namespace, Address: address, Token: token, Clock: clk})
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -95,7 +113,12 @@ func (o *dashboardOptions) run(ctx context.Context, opts Options) error {
 	if namespace == "" {
 		scope = "every namespace"
 	}
-	fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/ (Ctrl-C stops it)\n", scope, ln.Addr())
+	if token == "" {
+		fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/ (Ctrl-C stops it)\n", scope, address)
+	} else {
+		fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/?token=%s (Ctrl-C stops it)\n", scope, address, token)
+		fmt.Fprintf(opts.Out, "It is not on a loopback address: open it with this token (the first load sets a cookie),\nor send the header \"Authorization: Bearer %s\". From another machine, use this machine's IP address.\n", token)
+	}
 	if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving the dashboard: %w", err)
 	}

@@ -97,8 +97,14 @@ type Automation struct {
 // Hold is a hold and the command that releases it.
 type Hold struct {
 	uprevv1.Hold
-	// Release is the `uprev release-hold` command that releases it.
+	// Release is the `uprev release-hold` command that releases it, each
+	// argument shell-quoted (ReleaseCommand); empty when Refused says why
+	// the page shows none.
 	Release string
+	// Refused says why there is no Release: a name the command would
+	// carry is not a valid object name, which only a hand-written (or
+	// forged) holds annotation has.
+	Refused string
 }
 
 // ObservedPolicy is the version of one policy an automation last saw.
@@ -298,21 +304,18 @@ func (v *Automation) read(conditions []metav1.Condition, pushed *metav1.Time, ho
 		}
 	}
 	for _, h := range holds {
-		v.Holds = append(v.Holds, Hold{Hold: h, Release: releaseCommand(v.Namespace, v.Name, h.Policy)})
+		hold := Hold{Hold: h}
+		if command, err := ReleaseCommand(v.Namespace, v.Name, h.Policy); err != nil {
+			hold.Refused = "No release command is shown: " + err.Error()
+		} else {
+			hold.Release = command
+		}
+		v.Holds = append(v.Holds, hold)
 	}
 	for name, ref := range observed {
 		v.Policies = append(v.Policies, ObservedPolicy{Policy: name, ImageRef: ref})
 	}
 	slices.SortFunc(v.Policies, func(x, y ObservedPolicy) int { return strings.Compare(x.Policy, y.Policy) })
-}
-
-// releaseCommand is the command that releases an automation's hold on
-// policy (`<namespace>/<name>`).
-func releaseCommand(namespace, automation, policy string) string {
-	if ns, name, ok := strings.Cut(policy, "/"); ok && ns == namespace {
-		policy = name
-	}
-	return fmt.Sprintf("uprev release-hold %s %s -n %s", automation, policy, namespace)
 }
 
 // historiesOf returns each row's history: when each target got the

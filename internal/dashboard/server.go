@@ -3,7 +3,10 @@ package dashboard
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -20,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/printable"
 )
 
 // web holds the page's template, script and style sheet.
@@ -48,10 +51,17 @@ type Options struct {
 	Client client.WithWatch
 	// Namespace is the namespace shown; empty means every namespace.
 	Namespace string
-	// Address is the address the server listens on, host:port; besides
-	// localhost names and loopback addresses, it is the one Host header
-	// the server answers.
+	// Address is the address the server listens on, an IP address and
+	// port (the listener's). It decides which Host headers the server
+	// answers (see allowedHost) and whether requests need Token.
 	Address string
+	// Token is the secret every request must carry when Address is not a
+	// loopback address: as the query parameter `token` once (the answer
+	// sets it as a cookie and sends the browser on without it), the
+	// cookie, or an `Authorization: Bearer` header. New refuses a
+	// non-loopback Address without one; NewToken makes one. On a loopback
+	// address it is not asked for, unless set.
+	Token string
 	// Clock gives the page's times and the refresh timers; nil means the
 	// real clock.
 	Clock clock.WithTicker
@@ -61,7 +71,9 @@ type Options struct {
 // (/events), each object as YAML (/object/KIND/NAMESPACE/NAME) and the
 // script and style sheet (/web/).
 type Server struct {
-	o    Options
+	o Options
+	// ip is the address the server listens on, from o.Address.
+	ip   net.IP
 	tmpl *template.Template
 	mux  *http.ServeMux
 	// changed is poked by the watches; Run renders the page again.
@@ -80,11 +92,18 @@ func New(o Options) (*Server, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	ip, err := listenIP(o.Address)
+	if err != nil {
+		return nil, err
+	}
+	if !ip.IsLoopback() && o.Token == "" {
+		return nil, fmt.Errorf("serving the dashboard on %s, which is not a loopback address, needs a token", o.Address)
+	}
 	tmpl, err := template.New("page.html").Funcs(funcs).ParseFS(web, "web/page.html")
 	if err != nil {
 		return nil, fmt.Errorf("parsing the dashboard's template: %w", err)
 	}
-	s := &Server{o: o, tmpl: tmpl, mux: http.NewServeMux(), changed: make(chan struct{}, 1), subscribers: map[chan []byte]struct{}{}}
+	s := &Server{o: o, ip: ip, tmpl: tmpl, mux: http.NewServeMux(), changed: make(chan struct{}, 1), subscribers: map[chan []byte]struct{}{}}
 	static, err := fs.Sub(web, "web")
 	if err != nil {
 		return nil, fmt.Errorf("reading the dashboard's files: %w", err)
@@ -96,23 +115,47 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP answers requests whose Host header names this server: a page
-// of another site that a DNS name pointed at 127.0.0.1 (DNS rebinding)
-// gets nothing, since the page reads the cluster with the user's rights.
+// ServeHTTP answers requests whose Host header names this server (see
+// allowedHost): a page of another site that a DNS name pointed at the
+// dashboard's address (DNS rebinding) gets nothing, since the page reads
+// the cluster with the user's rights. On an address other than loopback
+// it asks for the token too (see Options.Token).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.localHost(r.Host) {
-		http.Error(w, "this dashboard answers on localhost only", http.StatusForbidden)
+	if !s.allowedHost(r.Host) {
+		http.Error(w, fmt.Sprintf("this dashboard answers requests to %s only, not to %s", s.o.Address, r.Host), http.StatusForbidden)
 		return
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'self'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if !s.authorized(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
-// localHost says whether host (a Host header) is a localhost name, a
-// loopback address, or the address the server listens on.
-func (s *Server) localHost(host string) bool {
+// listenIP returns the IP address of address (host:port), which must be
+// an IP address, as a listener's is.
+func listenIP(address string) (net.IP, error) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, fmt.Errorf("reading the dashboard's address %q: %w", address, err)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return nil, fmt.Errorf("reading the dashboard's address %q: %q is not an IP address", address, host)
+	}
+	return ip, nil
+}
+
+// allowedHost says whether host (a Host header) names the address the
+// server listens on: that address itself; on a loopback address, also
+// localhost and any loopback address; on an unspecified address (0.0.0.0,
+// ::), which is every address of the machine, localhost or any IP
+// address. A DNS name other than localhost is never answered, as DNS
+// rebinding needs one.
+func (s *Server) allowedHost(host string) bool {
 	if host == s.o.Address {
 		return true
 	}
@@ -120,11 +163,82 @@ func (s *Server) localHost(host string) bool {
 	if err != nil {
 		name = host
 	}
-	if name == "localhost" {
+	ip := net.ParseIP(strings.Trim(name, "[]"))
+	switch {
+	case ip != nil && ip.Equal(s.ip):
+		return true
+	case s.ip.IsLoopback():
+		return name == "localhost" || (ip != nil && ip.IsLoopback())
+	case s.ip.IsUnspecified():
+		return name == "localhost" || ip != nil
+	default:
+		return false
+	}
+}
+
+// tokenCookie is the cookie that carries the token once a browser showed
+// it.
+const tokenCookie = "uprev-dashboard-token"
+
+// authorized says whether r may be answered: when the server has a token,
+// r carries it as a bearer token or in the cookie. A request that carries
+// it as the query parameter `token` gets the cookie and is sent on to the
+// same path without it (so that it leaves the address bar and history);
+// one without it is refused. It writes the answer to requests it does not
+// authorize.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.o.Token == "" {
 		return true
 	}
-	ip := net.ParseIP(strings.Trim(name, "[]"))
-	return ip != nil && ip.IsLoopback()
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.isToken(bearer) {
+		return true
+	}
+	if c, err := r.Cookie(tokenCookie); err == nil && s.isToken(c.Value) {
+		return true
+	}
+	query := r.URL.Query()
+	if s.isToken(query.Get("token")) {
+		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.o.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		query.Del("token")
+		// One leading slash: "//host" would send the browser elsewhere.
+		target := "/" + strings.TrimLeft(r.URL.Path, "/")
+		if len(query) > 0 {
+			target += "?" + query.Encode()
+		}
+		http.Redirect(w, r, target, http.StatusSeeOther)
+		return false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="uprev dashboard"`)
+	http.Error(w, "this dashboard needs the token `uprev dashboard` printed when it started: open the address it printed (?token=...), or send the header Authorization: Bearer <token>", http.StatusUnauthorized)
+	return false
+}
+
+// isToken says, in constant time, whether t is the server's token.
+func (s *Server) isToken(t string) bool {
+	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(s.o.Token)) == 1
+}
+
+// tokenBytes is how many random bytes a token made by NewToken has.
+const tokenBytes = 32
+
+// NewToken returns a new random token for Options.Token: 32 bytes from
+// crypto/rand, base64url without padding.
+func NewToken() (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("making the dashboard's token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// NeedsToken says whether a server listening on address (an IP address
+// and port) needs Options.Token: when the address is not loopback.
+func NeedsToken(address string) (bool, error) {
+	ip, err := listenIP(address)
+	if err != nil {
+		return false, err
+	}
+	return !ip.IsLoopback(), nil
 }
 
 // Run watches the cluster and renders the page after each change, until
@@ -293,9 +407,15 @@ var objectKinds = map[string]schema.GroupVersionKind{
 }
 
 // serveObject serves one object as YAML, as `kubectl get -o yaml` prints
-// it.
+// it: of a kind the page shows (objectKinds), in the namespace the server
+// was started for (any with -A). Another namespace is refused before
+// anything is read, whatever the user's rights.
 func (s *Server) serveObject(w http.ResponseWriter, r *http.Request) {
 	gvk, ok := objectKinds[r.PathValue("kind")]
+	if namespace := r.PathValue("namespace"); s.o.Namespace != "" && namespace != s.o.Namespace {
+		http.Error(w, fmt.Sprintf("this dashboard serves namespace %s only, not %s", s.o.Namespace, namespace), http.StatusForbidden)
+		return
+	}
 	if !ok {
 		http.Error(w, "unknown kind "+r.PathValue("kind"), http.StatusNotFound)
 		return
@@ -308,7 +428,7 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	obj.SetManagedFields(nil)
-	out, err := yaml.Marshal(obj.Object)
+	out, err := printable.YAML(obj.Object)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("encoding %s %s/%s: %v", gvk.Kind, namespace, name, err), http.StatusInternalServerError)
 		return
