@@ -101,6 +101,7 @@ func TestJSONPathSubset(t *testing.T) {
 	for _, expr := range []string{
 		"{..version}",
 		"{.releases[0,0,0,0][0,0,0,0]}",
+		"{['stable','edge']}",
 		"{range .releases[*]}{.version}{end}",
 		"{.releases[?(@..x)].version}",
 		"{.a} and {.b}",
@@ -110,12 +111,16 @@ func TestJSONPathSubset(t *testing.T) {
 			t.Errorf("%s: %v, want a configuration error", expr, err)
 		}
 	}
-	srv := serveConstant(t, `{"releases":[{"version":"2.0.0-rc.1","prerelease":true},{"version":"1.9.0","prerelease":false}],"edge":"edge-1"}`)
+	srv := serveConstant(t, `{"releases":[{"version":"2.0.0-rc.1","prerelease":true},{"version":"1.9.0","prerelease":false}],"edge":"edge-1","channels":{"stable":"1.9.0"}}`)
 	for expr, want := range map[string][]string{
 		"{.edge}":                {"edge-1"},
 		"{.releases[*].version}": {"2.0.0-rc.1", "1.9.0"},
 		"{.releases[?(@.prerelease==false)].version}": {"1.9.0"},
 		"{.releases[-1:].version}":                    {"1.9.0"},
+		"{$.channels.stable}":                         {"1.9.0"},
+		"{['edge']}":                                  {"edge-1"},
+		"{.channels.*}":                               {"1.9.0"},
+		"{.releases[0].version}":                      {"2.0.0-rc.1"},
 		"{$.releases[0].version}{.edge}":              {"2.0.0-rc.1", "edge-1"},
 		`{.releases[?(@.version=="1.9.0")].version}`:  {"1.9.0"},
 	} {
