@@ -231,10 +231,11 @@ func namespaceShareKey(ns string) string {
 
 // waitForShare is the outcome of a scan put off because busy holds its
 // share of the scan workers at now: a repository that was scanned and is
-// Ready stays so, any other waits (see busyError).
+// Ready stays so, any other waits (see busyError). Either way a requested
+// scan stays pending (outcome.putOff) until a run makes it.
 func (r *ImageRepositoryReconciler) waitForShare(repo *imagev1.ImageRepository, now time.Time, busy busyShare) outcome {
 	if repo.Status.LastScanResult != nil && conditions.IsReady(repo) {
-		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry}
+		return outcome{message: scanMessage(repo.Status.LastScanResult), requeueAfter: busyRetry, deferred: true}
 	}
 	return outcome{err: r.waits.busyError(repo, now, "scan", busy)}
 }

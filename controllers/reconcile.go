@@ -53,8 +53,8 @@ type progressFunc func(ctx context.Context, format string, args ...any)
 
 // run is the one reconcile shape of every kind: a status writer, the
 // suspend check, the kind's reconcile, then status (conditions,
-// observedGeneration, the handled reconcile request) written once by a
-// final patch, and an event when readiness changes. The reconcile may
+// observedGeneration, the handled reconcile request, unless the run put its
+// work off: outcome.putOff) written once by a final patch, and an event when readiness changes. The reconcile may
 // report progress before long work through the status writer, whose
 // final write then clears it.
 func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields, suspended bool,
@@ -83,10 +83,10 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 		return ctrl.Result{RequeueAfter: silent.retryAfter}, nil
 	}
 
-	if setConditions(obj, o) {
+	if setConditions(obj, o) && !o.putOff() {
 		*st.observedGeneration = obj.GetGeneration()
 	}
-	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && !o.putOff() {
 		st.requests.SetLastHandledReconcileRequest(token)
 	}
 	patchErr := status.write(ctx, obj)

@@ -115,7 +115,7 @@ func (q *quietWaits) forgetBefore(t time.Time) {
 // after busyRetry.
 func (q *quietWaits) busyError(obj conditions.Getter, now time.Time, what string, busy busyShare) error {
 	err := fmt.Errorf("waiting to %s: %s already holds its share of the workers", what, busy.key)
-	return q.waitQuietly(obj, now, transientAfter(registryBusyReason, err, busyRetry), busy.heldFor < quietFor)
+	return q.waitQuietly(obj, now, putOffAfter(registryBusyReason, err, busyRetry), busy.heldFor < quietFor)
 }
 
 // wokenBuffer is how many objects whose turn came workerShares holds for

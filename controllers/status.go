@@ -45,6 +45,9 @@ type transientError struct {
 	// retryAfter, when set, is the wait the other side asked for (a rate
 	// limit's reset), used instead of the backoff.
 	retryAfter time.Duration
+	// putOff means the run did not start its work: a share of the workers
+	// was taken (see outcome.putOff).
+	putOff bool
 }
 
 func (e *transientError) Error() string { return e.err.Error() }
@@ -59,6 +62,13 @@ func transient(reason string, err error) error {
 // backoff.
 func transientAfter(reason string, err error, d time.Duration) error {
 	return &transientError{reason: reason, err: err, retryAfter: d}
+}
+
+// putOffAfter is transientAfter for a run that did not start its work
+// because a share of the workers was taken: a requested reconcile stays
+// pending for the run that does the work.
+func putOffAfter(reason string, err error, d time.Duration) error {
+	return &transientError{reason: reason, err: err, retryAfter: d, putOff: true}
 }
 
 // silentRetryError is a wait too short to tell anyone about: the run is
@@ -116,6 +126,20 @@ type outcome struct {
 	// unannounced means a success that is the object's first Ready
 	// records no event (see reconciler.eventOnReadyChange).
 	unannounced bool
+	// deferred means a success that put off the work it was run for, a
+	// share of the workers being taken: the object stays Ready as it was.
+	deferred bool
+}
+
+// putOff tells whether the run put off its work, waiting for a share of
+// the workers, a Git slot or a kept clone, rather than doing it or failing
+// at it: a reconcile request it was run for is then not handled yet (run
+// leaves lastHandledReconcileAt as it was), and the run that does the work
+// handles it.
+func (o outcome) putOff() bool {
+	var wait *waitingError
+	var retry *transientError
+	return o.deferred || errors.As(o.err, &wait) || (errors.As(o.err, &retry) && retry.putOff)
 }
 
 // setConditions writes Ready, Reconciling and Stalled from o and reports

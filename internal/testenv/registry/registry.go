@@ -53,6 +53,7 @@ type options struct {
 	clientCerts        bool
 	pageSize           int
 	noManifestHead     bool
+	tagListDelay       time.Duration
 }
 
 // WithBasicAuth makes the registry require HTTP basic auth with the given
@@ -88,6 +89,14 @@ func WithClientCertificates() Option {
 func WithTagPageSize(n int) Option {
 	return func(o *options) {
 		o.pageSize = n
+	}
+}
+
+// WithTagListDelay makes every tag list page take d to answer, as a busy
+// registry's do, counted as in flight meanwhile.
+func WithTagListDelay(d time.Duration) Option {
+	return func(o *options) {
+		o.tagListDelay = d
 	}
 }
 
@@ -330,6 +339,13 @@ func (r *Registry) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if repo, ok := tagListRepo(req); ok {
+		if d := r.opts.tagListDelay; d > 0 {
+			select {
+			case <-time.After(d):
+			case <-req.Context().Done():
+				return
+			}
+		}
 		r.serveTags(w, req, repo)
 		return
 	}
