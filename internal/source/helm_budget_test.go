@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -205,4 +206,22 @@ func BenchmarkHelmIndex14MiB(b *testing.B) {
 		peak = max(peak, stop())
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+}
+
+// FuzzChartVersions: whatever a server answers, reading a chart's versions
+// out of it neither panics nor fails but with the source's errors (not a
+// Helm index, or the chart not in it).
+func FuzzChartVersions(f *testing.F) {
+	f.Add(helmIndex("app", "1.0.0", "1.1.0"), "app")
+	f.Add("apiVersion: v1\nentries:\n    'app': # c\n      - {name: app, version: 1.0.0}\n", "app")
+	f.Add(`{"apiVersion":"v1","entries":{"app":[{"name":"app","version":"1.0.0"}]}}`, "app")
+	f.Add("apiVersion: v1\nentries:\n  \"a\":\n  - &e {version: 1}\n  b:\n  - *e\n", "b")
+	f.Add("entries:\n  app:\n  -\n", "app")
+	base, _ := url.Parse("https://charts.example.com/")
+	f.Fuzz(func(t *testing.T, index, chart string) {
+		_, err := chartVersions([]byte(index), base, chart)
+		if err != nil && !errors.Is(err, ErrInvalidResponse) && !errors.Is(err, ErrNotListed) {
+			t.Fatalf("%q: %v", index, err)
+		}
+	})
 }
