@@ -54,6 +54,9 @@ type ImageUpdateAutomationReconciler struct {
 	sources client.Reader
 	// NoCrossNamespaceRefs refuses a sourceRef to another namespace.
 	NoCrossNamespaceRefs bool
+	// gitShares bounds the workers one Git server and one namespace hold in
+	// the Git work of ImageUpdateAutomations (takeGitShare).
+	gitShares *workerShares
 	// engineStatus keeps, per automation, what the engine records that
 	// Flux's status has no field for (the push branch's tip, holds,
 	// refused downgrades, the pull request). It lets a run with nothing
@@ -71,6 +74,7 @@ func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opt
 	r.Client = mgr.GetClient()
 	r.sources = mgr.GetAPIReader()
 	r.Events = mgr.GetEventRecorder("uprev-image-update-automation")
+	r.gitShares = newWorkerShares(opts.MaxConcurrentReconciles)
 	b := ctrl.NewControllerManagedBy(mgr).
 		// Annotations too, so that releasing a hold (uprev.dev/release-holds)
 		// takes effect at once, as on an UpdateAutomation; but not the holds
@@ -87,7 +91,7 @@ func (r *ImageUpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opt
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 		r.sources = r.Client
 	}
-	return b.WithOptions(opts).Complete(r)
+	return b.WatchesRawSource(r.gitShares.Woken()).WithOptions(opts).Complete(r)
 }
 
 // automationsOfSource maps a GitRepository to the automations whose
@@ -223,6 +227,7 @@ func (r *ImageUpdateAutomationReconciler) translate(ctx context.Context, obj *ia
 	if err != nil {
 		return nil, err
 	}
+	run.front.gitShares = r.gitShares
 	if ref := repo.Spec.ProxySecretRef; ref != nil {
 		if run.front.gitProxy, err = secretData(ctx, r.Client, repo.Namespace, ref.Name); err != nil {
 			return nil, err

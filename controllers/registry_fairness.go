@@ -118,6 +118,9 @@ func (q *quietWaits) busyError(obj conditions.Getter, now time.Time, what string
 	return q.waitQuietly(obj, now, putOffAfter(registryBusyReason, err, busyRetry), busy.heldFor < quietFor)
 }
 
+// maxProbation bounds the keys on probation that workerShares remembers.
+const maxProbation = 4096
+
 // wokenBuffer is how many objects whose turn came workerShares holds for
 // the controller's queue; past it, they come back at their retry.
 const wokenBuffer = 1024
@@ -140,23 +143,29 @@ type workerShares struct {
 	lines map[string][]types.NamespacedName
 	// woken carries the objects whose turn came to the controller.
 	woken chan event.GenericEvent
+	// onProbation are the keys whose last call timed out, with its error:
+	// one run at a time tries them until one answers (settle).
+	onProbation map[string]error
 }
 
 // busyShare is a share found used up: its key, and how long the oldest of
-// its holders has held it.
+// its holders has held it; timedOut is the error of the key's last call
+// when it timed out (the key is on probation).
 type busyShare struct {
-	key     string
-	heldFor time.Duration
+	key      string
+	heldFor  time.Duration
+	timedOut error
 }
 
 // newWorkerShares returns shares of workers for a controller with that
 // many workers: half of them each, and at least one.
 func newWorkerShares(workers int) *workerShares {
 	return &workerShares{
-		limit: max(1, workers/2),
-		held:  map[string][]time.Time{},
-		lines: map[string][]types.NamespacedName{},
-		woken: make(chan event.GenericEvent, wokenBuffer),
+		limit:       max(1, workers/2),
+		held:        map[string][]time.Time{},
+		lines:       map[string][]types.NamespacedName{},
+		woken:       make(chan event.GenericEvent, wokenBuffer),
+		onProbation: map[string]error{},
 	}
 }
 
@@ -177,11 +186,15 @@ func (s *workerShares) tryAcquire(now time.Time, obj types.NamespacedName, keys 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range keys {
-		if held := s.held[k]; len(held) >= s.limit {
+		limit, timedOut := s.limit, s.onProbation[k]
+		if timedOut != nil {
+			limit = 1
+		}
+		if held := s.held[k]; len(held) >= limit {
 			if !slices.Contains(s.lines[k], obj) {
 				s.lines[k] = append(s.lines[k], obj)
 			}
-			return nil, busyShare{key: k, heldFor: now.Sub(slices.MinFunc(held, time.Time.Compare))}, false
+			return nil, busyShare{key: k, heldFor: now.Sub(slices.MinFunc(held, time.Time.Compare)), timedOut: timedOut}, false
 		}
 	}
 	for _, k := range keys {
@@ -222,6 +235,27 @@ func (s *workerShares) release(when time.Time, keys []string) {
 		default:
 			// The buffer is full: obj comes back at its retry.
 		}
+	}
+}
+
+// settle records how the last call to the host of key went: timedOut, when
+// it did not answer in time, puts key on probation, one run at a time, and
+// nil (an answer, even a refusal) ends it. A nil workerShares records
+// nothing.
+func (s *workerShares) settle(key string, timedOut error) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if timedOut == nil {
+		delete(s.onProbation, key)
+		return
+	}
+	// Past the bound, a host that times out is not put on probation: its
+	// runs still hold at most their share each.
+	if _, ok := s.onProbation[key]; ok || len(s.onProbation) < maxProbation {
+		s.onProbation[key] = timedOut
 	}
 }
 

@@ -57,10 +57,6 @@ type Options struct {
 	StoragePath string
 	// Concurrency is the number of objects of one kind reconciled at once.
 	Concurrency int
-	// GitSessionsPerNamespace bounds the Git sessions the Syncs and
-	// automations of one namespace have open at once; 0 means
-	// DefaultGitSessionsPerNamespace.
-	GitSessionsPerNamespace int
 	// DenyCIDRs are the address ranges no call to a host an object names
 	// may go to (--registry-deny-cidrs): registries, release sources and
 	// forges are given it here; Git and the libraries that take no client
@@ -295,7 +291,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("adding the clone cache: %w", err)
 		}
 	}
-	slots := newGitSlots(opts.GitSessionsPerNamespace)
 	var pushes *gitPushEvents
 	if slices.Contains(opts.Controllers, Apply) {
 		var err error
@@ -304,7 +299,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout), MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes, gitSlots: slots,
+		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout), MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes,
 			DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 		if err := automations.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
@@ -322,7 +317,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("registering target component metrics: %w", err)
 		}
 		syncs := &SyncReconciler{Clones: clones, KubeConfig: opts.KubeConfig, DefaultServiceAccount: opts.DefaultServiceAccount,
-			ComponentInfo: componentInfo, TokenCache: tokens, pushes: pushes, gitSlots: slots, Clock: opts.Clock}
+			ComponentInfo: componentInfo, TokenCache: tokens, pushes: pushes, Clock: opts.Clock}
 		if err := syncs.SetupWithManager(mgr, copts); err != nil {
 			return fmt.Errorf("setting up Sync controller: %w", err)
 		}

@@ -68,9 +68,9 @@ type SyncReconciler struct {
 	// pushes are commits this manager pushed; the Syncs of their branch
 	// reconcile at once.
 	pushes *gitPushEvents
-	// gitSlots bounds the Git sessions of a namespace, shared with the
-	// automations; nil bounds nothing.
-	gitSlots *gitSlots
+	// gitShares bounds the workers one Git server and one namespace hold in
+	// Git work (takeGitShare); nil bounds nothing.
+	gitShares *workerShares
 
 	// appliers keeps the Applier of each target of each live Sync.
 	appliers targetAppliers
@@ -88,11 +88,13 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.gitShares = newWorkerShares(opts.MaxConcurrentReconciles)
 	newRun := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&uprevv1.Sync{}, newRun).
 		// What starts a new run cancels the health wait of the one in progress.
 		Watches(&uprevv1.Sync{}, r.waits.cancelOnUpdate(), newRun).
+		WatchesRawSource(r.gitShares.Woken()).
 		WithOptions(opts)
 	if r.pushes != nil {
 		b = b.WatchesRawSource(source.Channel(r.pushes.events, r.waits.cancelAndEnqueue()))
@@ -313,21 +315,23 @@ func (r *SyncReconciler) connect(ctx context.Context, run *syncRun) error {
 	return nil
 }
 
-// build fetches the revision and builds its manifests, in a Git slot of
-// the Sync's namespace; a build error applies nothing.
+// build fetches the revision and builds its manifests, in a share of the
+// workers of its Git server and namespace (takeGitShare); a build error
+// applies nothing.
 func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 	spec := run.sync.Spec
-	release, err := r.gitSlots.acquire(ctx, run.sync.Namespace, objectID("Sync", client.ObjectKeyFromObject(run.sync)))
+	release, err := takeGitShare(r.gitShares, r.Clock.Now(), client.ObjectKeyFromObject(run.sync), spec.Git.URL, "")
 	if err != nil {
 		return err
 	}
-	defer release()
 	remote, err := gitRemote(ctx, r.Client, r.TokenCache, gitAccess{kind: "Sync", object: run.sync, secretNamespace: run.sync.Namespace}, spec.Git)
 	if err != nil {
+		release(nil)
 		return err
 	}
 	ref := gitrepo.Ref{Branch: spec.Git.Ref.Branch, Tag: spec.Git.Ref.Tag, Commit: spec.Git.Ref.Commit}
 	session, revision, err := r.Clones.OpenRevision(ctx, remote, ref, objectID("Sync", client.ObjectKeyFromObject(run.sync)))
+	defer release(err)
 	if err != nil {
 		if errors.Is(err, gitrepo.ErrInvalidRef) {
 			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.ref: %w", err))

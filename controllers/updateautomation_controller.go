@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/cache"
@@ -67,9 +68,9 @@ type UpdateAutomationReconciler struct {
 	MaxCRDLayerSize int64
 	// pushes, when set, hears of every push, for the Syncs of the branch.
 	pushes *gitPushEvents
-	// gitSlots bounds the Git sessions of a namespace, shared with the
-	// Syncs; nil bounds nothing.
-	gitSlots *gitSlots
+	// gitShares bounds the workers one Git server and one namespace hold in
+	// the Git work of UpdateAutomations (takeGitShare); nil bounds nothing.
+	gitShares *workerShares
 	// bundles holds, per spec.crds entry of each automation, the last
 	// bundle read, within the bounds of crdBundleCache.
 	bundles *crdBundleCache
@@ -84,6 +85,7 @@ func (r *UpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts con
 		return err
 	}
 	r.bundles = bundles
+	r.gitShares = newWorkerShares(opts.MaxConcurrentReconciles)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&uprevv1.UpdateAutomation{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
@@ -93,6 +95,7 @@ func (r *UpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts con
 		Watches(&uprevv1.ReleaseSource{},
 			handler.EnqueueRequestsFromMapFunc(r.automationsOfPolicy),
 			builder.WithPredicates(latestVersionChangedPredicate{})).
+		WatchesRawSource(r.gitShares.Woken()).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -164,7 +167,7 @@ func (r *UpdateAutomationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	st := statusFields{&auto.Status.ObservedGeneration, &auto.Status.ReconcileRequestStatus}
 	return r.run(ctx, auto, st, auto.Spec.Suspend, func(ctx context.Context, progress progressFunc) outcome {
-		front := automationFront{kind: uprevv1.UpdateAutomationKind, object: auto, gitSecretNamespace: auto.Namespace}
+		front := automationFront{kind: uprevv1.UpdateAutomationKind, object: auto, gitSecretNamespace: auto.Namespace, gitShares: r.gitShares}
 		run := &automationRun{auto: auto, front: front, progress: progress}
 		err := r.reconcile(ctx, run)
 		return outcome{err: err, message: run.summary(), requeueAfter: auto.Spec.Interval.Duration}
@@ -184,6 +187,8 @@ type automationFront struct {
 	gitSecretNamespace string
 	// gitProxy is the data of a proxy Secret for Git traffic, nil for none.
 	gitProxy map[string][]byte
+	// gitShares are the Git shares of the kind's workers (takeGitShare).
+	gitShares *workerShares
 	// signingKeyType is "ssh" or "gpg" when the kind says which key of the
 	// signing Secret to use; empty lets the Secret's keys tell.
 	signingKeyType string
@@ -222,8 +227,9 @@ type automationRun struct {
 	// notReady names selected policies without a latest ref yet.
 	notReady []string
 	session  *gitrepo.Session
-	// releaseGit gives back the run's Git slot, nil before it has one.
-	releaseGit func()
+	// releaseGit gives back the run's Git share, told the run's error; nil
+	// before it has one.
+	releaseGit func(error)
 	// rules are the write-back rules of the run, with the holds in force.
 	rules *guard.Rules
 	// crds are the CRD bundles read for this run.
@@ -249,10 +255,10 @@ type automationRun struct {
 
 // reconcile runs the phases in order; each wraps its error with what it was
 // doing.
-func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automationRun) error {
+func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automationRun) (err error) {
 	phases := []func(context.Context, *automationRun) error{
 		r.validate,
-		r.takeGitSlot,
+		r.takeGitShare,
 		r.selectPolicies,
 		r.openRepository,
 		r.readHolds,
@@ -265,13 +271,13 @@ func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automat
 			run.session.Close()
 		}
 		if run.releaseGit != nil {
-			run.releaseGit()
+			run.releaseGit(err)
 		}
 	}()
 	// Status follows whatever the run found, also when it stopped part-way.
 	defer r.recordStatus(ctx, run)
 	for _, phase := range phases {
-		if err := phase(ctx, run); err != nil {
+		if err = phase(ctx, run); err != nil {
 			return err
 		}
 	}
@@ -345,11 +351,18 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 	return nil
 }
 
-// takeGitSlot takes a Git slot of the automation's namespace for the rest
-// of the run. It comes before anything the run finds is recorded, so that
-// a run that waits for a slot leaves status as it was.
-func (r *UpdateAutomationReconciler) takeGitSlot(ctx context.Context, run *automationRun) error {
-	release, err := r.gitSlots.acquire(ctx, run.auto.Namespace, objectID(run.front.kind, client.ObjectKeyFromObject(run.auto)))
+// takeGitShare takes the run's share of the workers of its Git server
+// and namespace for the rest of the run (takeGitShare). It comes before
+// anything the run finds is recorded, so that a run put off leaves status
+// as it was.
+func (r *UpdateAutomationReconciler) takeGitShare(_ context.Context, run *automationRun) error {
+	var proxy string
+	if run.front.gitProxy != nil {
+		if u, err := registry.ProxyURL(run.front.gitProxy); err == nil {
+			proxy = u.Host
+		}
+	}
+	release, err := takeGitShare(run.front.gitShares, time.Now(), client.ObjectKeyFromObject(run.auto), run.auto.Spec.Git.URL, proxy)
 	if err != nil {
 		return err
 	}

@@ -102,8 +102,10 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 		"Comma-separated controllers to run: image (ImageRepository, ImagePolicy), automation (UpdateAutomation), sync (Sync).")
 	fs.StringVar(&o.opts.StoragePath, "storage-path", "/data", "Directory for the tag store and the kept Git clones.")
 	fs.IntVar(&o.opts.Concurrency, "concurrent", 4, "The number of objects of one kind reconciled at once.")
-	fs.IntVar(&o.opts.GitSessionsPerNamespace, "git-sessions-per-namespace", controllers.DefaultGitSessionsPerNamespace,
-		"The Git sessions (fetch and build, or fetch, write-back and push) the Syncs and automations of one namespace may have under way at once; keep it below --concurrent, so that one namespace whose Git servers never answer leaves workers to the others.")
+	// Kept so that managers started with it still start: Git work now takes
+	// shares of the workers, as registry scans do (docs/operations.md).
+	fs.Int("git-sessions-per-namespace", 2, "Ignored: one Git server and one namespace hold at most half the workers of a kind in Git work.")
+	_ = fs.MarkDeprecated("git-sessions-per-namespace", "Git work takes at most half the workers of a kind per Git server and per namespace; see docs/operations.md")
 	fs.IntVar(&o.registryConns, "registry-max-concurrent", 4, "The number of requests in flight to one registry host.")
 	fs.Float64Var(&o.registryRate, "registry-qps", 0, "Requests per second to one registry host; 0 means no limit.")
 	fs.StringSliceVar(&o.registryDeny, "registry-deny-cidrs", nil,

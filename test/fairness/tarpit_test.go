@@ -176,3 +176,54 @@ func (tn *tenant) expectTimedOut(g Gomega, obj client.Object, conds func() []met
 		HaveField("Message", And(ContainSubstring(host), ContainSubstring(tarpitTimeout.String())))),
 		"%s is not Ready and names the server that did not answer", obj.GetName())
 }
+
+// TestGitTarpitAcrossNamespacesDoesNotHoldBackOthers: six Syncs and six
+// UpdateAutomations in twelve namespaces point at one Git server that
+// accepts connections and never answers (a self-hosted Git server that is
+// down), created first. The per-namespace bound does not help here; the
+// Git server's share does: a thirteenth namespace's Sync and automation,
+// on a healthy server, are Ready within 5 s, and every object on the dead
+// server is not Ready, naming it, within its timeout plus 10 s.
+func TestGitTarpitAcrossNamespacesDoesNotHoldBackOthers(t *testing.T) {
+	g := NewWithT(t)
+	tp := tarpit.Start(t)
+	startManager(t)
+	good := startGoodTenant(t, g)
+
+	created := time.Now()
+	tn := &tenant{}
+	for i := range tarpitObjects {
+		url := fmt.Sprintf("http://%s/repo-%d.git", tp.Addr(), i)
+		s := newSync(newNamespace(t, "tarpit-sync"), "slow", url)
+		s.Spec.Git.Timeout = &metav1.Duration{Duration: tarpitTimeout}
+		create(t, s)
+		tn.syncs = append(tn.syncs, s)
+		a := newAutomation(newNamespace(t, "tarpit-auto"), "slow", url)
+		a.Spec.Git.Timeout = &metav1.Duration{Duration: tarpitTimeout}
+		create(t, a)
+		tn.autos = append(tn.autos, a)
+	}
+	g.Eventually(tp.Accepted, time.Minute).Should(BeNumerically(">=", 2), "the tenants' objects reached the dead server")
+
+	start := time.Now()
+	good.createObjects(t)
+	good.expectReady(t, g, 5*time.Second)
+	t.Logf("the good Sync and automation were Ready %s after they were made", time.Since(start).Round(time.Millisecond))
+
+	deadline := tarpitTimeout + 10*time.Second - time.Since(created)
+	for _, s := range tn.syncs {
+		tn.expectTimedOutWithin(g, s, func() []metav1.Condition { return s.Status.Conditions }, tp.Addr(), deadline)
+	}
+	for _, a := range tn.autos {
+		tn.expectTimedOutWithin(g, a, func() []metav1.Condition { return a.Status.Conditions }, tp.Addr(), deadline)
+	}
+}
+
+// expectTimedOutWithin is expectTimedOut, within d.
+func (tn *tenant) expectTimedOutWithin(g Gomega, obj client.Object, conds func() []metav1.Condition, host string, d time.Duration) {
+	g.Eventually(readyCondition(obj, conds), max(d, time.Second)).Should(And(
+		HaveField("Status", metav1.ConditionFalse),
+		HaveField("Reason", uprevv1.GitTimeoutReason),
+		HaveField("Message", And(ContainSubstring(host), ContainSubstring(tarpitTimeout.String())))),
+		"%s/%s is not Ready within the timeout plus 10 s and names the server that did not answer", obj.GetNamespace(), obj.GetName())
+}
