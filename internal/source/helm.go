@@ -148,7 +148,7 @@ func chartVersionsJSON(body []byte, base *url.URL, chart string) ([]Version, err
 				}
 				charts++
 				if name != chart || found {
-					if err := dec.Decode(&json.RawMessage{}); err != nil {
+					if err := dec.Decode(&skipJSON{}); err != nil {
 						return nil, err
 					}
 					continue
@@ -170,7 +170,7 @@ func chartVersionsJSON(body []byte, base *url.URL, chart string) ([]Version, err
 			}
 			err = expectDelim(dec, '}')
 		default:
-			err = dec.Decode(&json.RawMessage{})
+			err = dec.Decode(&skipJSON{})
 		}
 		if err != nil {
 			return nil, err
@@ -184,6 +184,13 @@ func chartVersionsJSON(body []byte, base *url.URL, chart string) ([]Version, err
 	}
 	return versions, nil
 }
+
+// skipJSON is a JSON value read and left: json.Decoder hands it its bytes
+// in the decoder's own buffer, so skipping a chart allocates nothing.
+type skipJSON struct{}
+
+// UnmarshalJSON leaves the value.
+func (skipJSON) UnmarshalJSON([]byte) error { return nil }
 
 // expectDelim reads the next token of dec, which must be delim.
 func expectDelim(dec *json.Decoder, delim json.Delim) error {

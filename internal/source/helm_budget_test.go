@@ -35,9 +35,15 @@ func TestHelmIndexDecodedWithinABudget(t *testing.T) {
 	g.Expect(listing.Versions[7].URL).To(Equal(srv.URL + "/charts/chart-042-1.0.7.tgz"))
 	g.Expect(listing.Versions[7].Digest).To(Equal(fmt.Sprintf("sha256:%064x", 42*1000+7)))
 	g.Expect(elapsed).To(BeNumerically("<", timeout+10*time.Second))
-	// The body (14.3 MiB, read by the client) and what is kept of one chart.
-	g.Expect(peak).To(BeNumerically("<", 64<<20), "heap peak above the start")
+	g.Expect(peak).To(BeNumerically("<", indexBudget), "heap peak above the start")
 }
+
+// indexBudget bounds the heap a 14.4 MiB index may take above what the
+// process held before: the body as the client reads it (about twice its
+// size while it grows) and what is kept of one chart. The manager holds
+// 112 MiB at rest, so it stays under 256 MiB; decoded whole, the index took
+// 272 MiB.
+const indexBudget = 80 << 20
 
 // largeIndexVersions is the number of versions of each chart in
 // largeHelmIndex.
@@ -141,7 +147,7 @@ func TestHelmIndexInJSONDecodedWithinABudget(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(listing.Versions).To(HaveLen(largeIndexVersions))
 	g.Expect(listing.Versions[7]).To(Equal(Version{Version: "1.0.7", URL: srv.URL + "/charts/chart-042-1.0.7.tgz", Digest: fmt.Sprintf("sha256:%064x", 42*1000+7)}))
-	g.Expect(peak).To(BeNumerically("<", 64<<20), "heap peak above the start")
+	g.Expect(peak).To(BeNumerically("<", indexBudget), "heap peak above the start")
 
 	_, err = NewClient(Options{}).ListHelmChart(context.Background(), "ns/chart", Access{}, srv.URL, "nginx")
 	g.Expect(errors.Is(err, ErrNotListed)).To(BeTrue(), "%v", err)
