@@ -46,6 +46,9 @@ type ReleaseSourceReconciler struct {
 	// TokenCache keeps GitHub App installation tokens; nil fetches one
 	// per scan.
 	TokenCache *fluxcache.TokenCache
+	// shares bounds the workers one source server and one namespace hold
+	// (takeHostShare).
+	shares *workerShares
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
@@ -55,9 +58,11 @@ func (r *ReleaseSourceReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&uprevv1.ReleaseSource{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		WatchesRawSource(r.shares.Woken()).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -83,11 +88,28 @@ func (r *ReleaseSourceReconciler) reconcile(ctx context.Context, rs *uprevv1.Rel
 	if err := checkReleaseSource(rs); err != nil {
 		return outcome{err: err}
 	}
-	interval := rs.Spec.Interval.Duration
 	now := r.Clock.Now()
 	if wait := sourceScanDueIn(rs, now); wait > 0 {
 		return outcome{message: sourceMessage(rs), requeueAfter: wait}
 	}
+	release, err := takeHostShare(r.shares, now, client.ObjectKeyFromObject(rs), hostShareKey("source server", sourceURL(rs), ""), sourceShareReasons, isSourceTimeout)
+	if err != nil {
+		return outcome{err: err}
+	}
+	o := r.scanAndSelect(ctx, rs, now, progress)
+	release(o.err)
+	return o
+}
+
+// isSourceTimeout tells a scan whose server gave no answer in time.
+func isSourceTimeout(err error) bool {
+	return errors.Is(err, source.ErrTimeout) || errors.Is(err, gitrepo.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// scanAndSelect scans the source, in the run's share of the workers of its
+// server, selects a version and pins its assets.
+func (r *ReleaseSourceReconciler) scanAndSelect(ctx context.Context, rs *uprevv1.ReleaseSource, now time.Time, progress progressFunc) outcome {
+	interval := rs.Spec.Interval.Duration
 	progress(ctx, "scanning %s", describeSource(rs))
 	access, err := r.sourceAccess(ctx, rs)
 	if err != nil {

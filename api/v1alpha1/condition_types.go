@@ -26,9 +26,10 @@ const (
 	// GitTimeoutReason: the Git server (named in the message) did not
 	// answer within spec.git.timeout; retried with backoff.
 	GitTimeoutReason = "GitTimeout"
-	// GitSlotsBusyReason (Reconciling): the object's namespace has as many
-	// Git operations under way as the manager allows one namespace; the
-	// object runs again shortly, its Ready condition left as it was.
+	// GitSlotsBusyReason (Reconciling): the object's Git server or its
+	// namespace already holds its share (half) of the workers of its kind
+	// in Git work; the object runs again when a share is given back, its
+	// Ready condition left as it was.
 	GitSlotsBusyReason = "GitSlotsBusy"
 	// UpdateFailedReason: files could not be rewritten.
 	UpdateFailedReason = "UpdateFailed"

@@ -15,6 +15,11 @@ const (
 	// network error, a timeout, an HTTP error status); retried with
 	// backoff, the last selection kept.
 	SourceUnreachableReason = "SourceUnreachable"
+	// SourceBusyReason (Reconciling): the source's server or its namespace
+	// already holds its share (half) of the ReleaseSource workers; the
+	// source is scanned when a share is given back, its Ready condition
+	// left as it was.
+	SourceBusyReason = "SourceBusy"
 	// SourceInvalidReason: the server answered with something that is not
 	// the source's format (HTML for a JSON feed, an index.yaml that does
 	// not parse, a listing past the size bound); retried at the interval,

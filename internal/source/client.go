@@ -27,6 +27,9 @@ var (
 	// ErrUnreachable means the server could not be read: a network error,
 	// a timeout, an HTTP error status. Worth retrying.
 	ErrUnreachable = errors.New("source unreachable")
+	// ErrTimeout, with ErrUnreachable, means the server gave no answer
+	// within the source's timeout.
+	ErrTimeout = errors.New("within the source's timeout")
 	// ErrUnauthorized means the server refused the credentials (HTTP 401
 	// or 403 without a rate limit).
 	ErrUnauthorized = errors.New("source refused the credentials")
@@ -338,7 +341,7 @@ func (s *session) requestError(ctx context.Context, rawURL string, err error) er
 	case errors.Is(err, ErrInvalidResponse):
 		return fmt.Errorf("GET %s: %w", RedactURL(rawURL), unwrapURLError(err))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("%w: GET %s: no answer from %s within the source's timeout", ErrUnreachable, RedactURL(rawURL), s.host)
+		return fmt.Errorf("%w: GET %s: no answer from %s %w", ErrUnreachable, RedactURL(rawURL), s.host, ErrTimeout)
 	default:
 		return fmt.Errorf("%w: GET %s: %w", ErrUnreachable, RedactURL(rawURL), unwrapURLError(err))
 	}
