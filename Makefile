@@ -22,7 +22,7 @@ VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERS
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: all build test test-programs bench fuzz lint generate manifests cluster-api-crd demo demo-down controlplane flux gitea promtool release release-binaries release-manifests
+.PHONY: all build test stress test-programs bench fuzz lint generate manifests cluster-api-crd demo demo-down controlplane flux gitea promtool release release-binaries release-manifests
 
 all: build
 
@@ -80,6 +80,11 @@ test-programs:
 test: test-programs
 	go vet ./...
 	go test -race -timeout 30m ./...
+
+## stress: the test packages changed since STRESS_BASE (default HEAD~1, with uncommitted changes) with -race -count=3, while ./controllers runs beside them (the load CI sees); run before every stop.
+STRESS_BASE ?= HEAD~1
+stress: test-programs
+	hack/stress.sh $(STRESS_BASE)
 
 ## bench: the benchmarks whose figures are in docs/benchmarks.md (the 1,000-target fleet alone takes about 25 minutes at 3x on 2 cores).
 bench: controlplane
