@@ -11,20 +11,22 @@ import (
 
 // BenchmarkGoodTenantReady measures how long a good tenant's new Sync and
 // UpdateAutomation take to be Ready (the automation's commit pushed), on a
-// quiet manager and on one where another tenant has six Syncs and six
-// automations on a Git server that never answers (spec.git.timeout 3s).
+// quiet manager, on one where another tenant has six Syncs and six
+// automations on a Git server that never answers (spec.git.timeout 3s),
+// and on one where twelve tenants, in namespaces of their own, have one
+// each on that server.
 func BenchmarkGoodTenantReady(b *testing.B) {
-	for _, withTarpit := range []bool{false, true} {
-		name := "quiet"
-		if withTarpit {
-			name = "tarpit-tenant"
-		}
+	for name, tarpitTenants := range map[string]func(testing.TB, *tarpit.Tarpit) *tenant{
+		"quiet":                nil,
+		"tarpit-tenant":        startTarpitTenant,
+		"tarpit-12-namespaces": startTarpitTenants,
+	} {
 		b.Run(name, func(b *testing.B) {
 			g := NewWithT(b)
 			startManager(b)
-			if withTarpit {
+			if tarpitTenants != nil {
 				tp := tarpit.Start(b)
-				startTarpitTenant(b, tp)
+				tarpitTenants(b, tp)
 				g.Eventually(tp.Accepted, time.Minute).Should(BeNumerically(">=", 2))
 			}
 			var worst time.Duration

@@ -177,6 +177,26 @@ func (tn *tenant) expectTimedOut(g Gomega, obj client.Object, conds func() []met
 		"%s is not Ready and names the server that did not answer", obj.GetName())
 }
 
+// startTarpitTenants creates six Syncs and six UpdateAutomations, each in
+// a namespace of its own, on the Git server of tp that accepts connections
+// and never answers: tenants of one self-hosted Git server that is down.
+func startTarpitTenants(t testing.TB, tp *tarpit.Tarpit) *tenant {
+	t.Helper()
+	tn := &tenant{}
+	for i := range tarpitObjects {
+		url := fmt.Sprintf("http://%s/repo-%d.git", tp.Addr(), i)
+		s := newSync(newNamespace(t, "tarpit-sync"), "slow", url)
+		s.Spec.Git.Timeout = &metav1.Duration{Duration: tarpitTimeout}
+		create(t, s)
+		tn.syncs = append(tn.syncs, s)
+		a := newAutomation(newNamespace(t, "tarpit-auto"), "slow", url)
+		a.Spec.Git.Timeout = &metav1.Duration{Duration: tarpitTimeout}
+		create(t, a)
+		tn.autos = append(tn.autos, a)
+	}
+	return tn
+}
+
 // TestGitTarpitAcrossNamespacesDoesNotHoldBackOthers: six Syncs and six
 // UpdateAutomations in twelve namespaces point at one Git server that
 // accepts connections and never answers (a self-hosted Git server that is
@@ -191,18 +211,7 @@ func TestGitTarpitAcrossNamespacesDoesNotHoldBackOthers(t *testing.T) {
 	good := startGoodTenant(t, g)
 
 	created := time.Now()
-	tn := &tenant{}
-	for i := range tarpitObjects {
-		url := fmt.Sprintf("http://%s/repo-%d.git", tp.Addr(), i)
-		s := newSync(newNamespace(t, "tarpit-sync"), "slow", url)
-		s.Spec.Git.Timeout = &metav1.Duration{Duration: tarpitTimeout}
-		create(t, s)
-		tn.syncs = append(tn.syncs, s)
-		a := newAutomation(newNamespace(t, "tarpit-auto"), "slow", url)
-		a.Spec.Git.Timeout = &metav1.Duration{Duration: tarpitTimeout}
-		create(t, a)
-		tn.autos = append(tn.autos, a)
-	}
+	tn := startTarpitTenants(t, tp)
 	g.Eventually(tp.Accepted, time.Minute).Should(BeNumerically(">=", 2), "the tenants' objects reached the dead server")
 
 	start := time.Now()
