@@ -4,11 +4,9 @@ package controllers
 // +kubebuilder:rbac:groups=uprev.dev,resources=releasesources/status,verbs=get;update;patch
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -26,11 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/internal/forge"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/policy"
 	"github.com/uprev-dev/uprev/internal/source"
+	"github.com/uprev-dev/uprev/internal/sourcekind"
 )
 
 // ReleaseSourceReconciler scans ReleaseSources and selects their latest
@@ -85,18 +83,19 @@ func (r *ReleaseSourceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // reconcile scans the source when due, selects a version and records it.
 // On any failure the last good status.latest stays.
 func (r *ReleaseSourceReconciler) reconcile(ctx context.Context, rs *uprevv1.ReleaseSource, progress progressFunc) outcome {
-	if err := checkReleaseSource(rs); err != nil {
+	kind, err := checkReleaseSource(rs)
+	if err != nil {
 		return outcome{err: err}
 	}
 	now := r.Clock.Now()
 	if wait := sourceScanDueIn(rs, now); wait > 0 {
-		return outcome{message: sourceMessage(rs), requeueAfter: wait}
+		return outcome{message: sourceMessage(rs, kind), requeueAfter: wait}
 	}
-	release, err := takeHostShare(r.shares, now, client.ObjectKeyFromObject(rs), hostShareKey("source server", sourceURL(rs), ""), sourceShareReasons, isSourceTimeout)
+	release, err := takeHostShare(r.shares, now, client.ObjectKeyFromObject(rs), hostShareKey("source server", kind.URL(), ""), sourceShareReasons, isSourceTimeout)
 	if err != nil {
 		return outcome{err: err}
 	}
-	o := r.scanAndSelect(ctx, rs, now, progress)
+	o := r.scanAndSelect(ctx, rs, kind, now, progress)
 	release(o.err)
 	return o
 }
@@ -106,18 +105,18 @@ func isSourceTimeout(err error) bool {
 	return errors.Is(err, source.ErrTimeout) || errors.Is(err, gitrepo.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// scanAndSelect scans the source, in the run's share of the workers of its
-// server, selects a version and pins its assets.
-func (r *ReleaseSourceReconciler) scanAndSelect(ctx context.Context, rs *uprevv1.ReleaseSource, now time.Time, progress progressFunc) outcome {
+// scanAndSelect scans the source, of kind, in the run's share of the
+// workers of its server, selects a version and pins its assets.
+func (r *ReleaseSourceReconciler) scanAndSelect(ctx context.Context, rs *uprevv1.ReleaseSource, kind sourcekind.Kind, now time.Time, progress progressFunc) outcome {
 	interval := rs.Spec.Interval.Duration
-	progress(ctx, "scanning %s", describeSource(rs))
-	access, err := r.sourceAccess(ctx, rs)
+	progress(ctx, "scanning %s", kind.Describe())
+	access, err := r.sourceAccess(ctx, rs, kind)
 	if err != nil {
 		return outcome{err: err}
 	}
-	listing, err := r.scan(ctx, rs, access)
+	listing, err := kind.List(ctx, r.Sources, client.ObjectKeyFromObject(rs).String(), access)
 	if err != nil {
-		return outcome{err: err, requeueAfter: interval}
+		return outcome{err: listError(err), requeueAfter: interval}
 	}
 	names := listing.Names()
 	rs.Status.LastScan = &uprevv1.SourceScan{
@@ -134,21 +133,21 @@ func (r *ReleaseSourceReconciler) scanAndSelect(ctx context.Context, rs *uprevv1
 		return outcome{err: stalled(uprevv1.InvalidPolicyReason, err)}
 	case err != nil:
 		return outcome{err: degraded(uprevv1.NoMatchingVersionReason,
-			fmt.Errorf("selecting from %d versions of %s: %w", len(names), describeSource(rs), err)), requeueAfter: interval}
+			fmt.Errorf("selecting from %d versions of %s: %w", len(names), kind.Describe(), err)), requeueAfter: interval}
 	}
 	latest := &uprevv1.SourceVersion{Version: selected.Version, URL: selected.URL, Digest: selected.Digest}
-	if latest.Assets, err = r.pinAssets(ctx, rs, access, selected.Version, progress); err != nil {
+	if latest.Assets, err = r.pinAssets(ctx, rs, kind, access, selected.Version, progress); err != nil {
 		return outcome{err: err, requeueAfter: interval}
 	}
-	r.recordLatest(rs, latest)
-	return outcome{message: sourceMessage(rs), requeueAfter: interval}
+	r.recordLatest(rs, kind, latest)
+	return outcome{message: sourceMessage(rs, kind), requeueAfter: interval}
 }
 
 // pinAssets returns the pinned assets of version: those of status.latest
 // when it is the same version with the same asset URLs (each version is
 // downloaded once), else downloaded and hashed now. A version whose assets
 // cannot be pinned is refused, the last selection kept.
-func (r *ReleaseSourceReconciler) pinAssets(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access, version string, progress progressFunc) ([]uprevv1.PinnedAsset, error) {
+func (r *ReleaseSourceReconciler) pinAssets(ctx context.Context, rs *uprevv1.ReleaseSource, kind sourcekind.Kind, access source.Access, version string, progress progressFunc) ([]uprevv1.PinnedAsset, error) {
 	if len(rs.Spec.Assets) == 0 {
 		return nil, nil
 	}
@@ -163,7 +162,7 @@ func (r *ReleaseSourceReconciler) pinAssets(ctx context.Context, rs *uprevv1.Rel
 		return prev.Assets, nil
 	}
 	progress(ctx, "pinning %d assets of version %s", len(specs), version)
-	assets, err := r.Sources.PinAssets(ctx, access, sourceURL(rs), version, specs)
+	assets, err := r.Sources.PinAssets(ctx, access, kind.URL(), version, specs)
 	if err != nil {
 		return nil, assetError(version, rs.Status.Latest, err)
 	}
@@ -209,37 +208,28 @@ func assetError(version string, kept *uprevv1.SourceVersion, err error) error {
 }
 
 // sourceURL is the URL of a ReleaseSource's server, whose host its
-// credentials belong to.
+// credentials belong to (sourcekind.Kind.URL); "" for a spec of no kind.
 func sourceURL(rs *uprevv1.ReleaseSource) string {
-	spec := rs.Spec
-	switch {
-	case spec.HelmRepository != nil:
-		return spec.HelmRepository.URL
-	case spec.GitHubReleases != nil && spec.GitHubReleases.URL != "":
-		return spec.GitHubReleases.URL
-	case spec.GitHubReleases != nil:
-		return forge.DefaultGitHubURL
-	case spec.GitTags != nil:
-		return spec.GitTags.URL
-	case spec.HTTPJSON != nil:
-		return spec.HTTPJSON.URL
-	default:
+	kind, err := sourcekind.Of(rs.Spec)
+	if err != nil {
 		return ""
 	}
+	return kind.URL()
 }
 
-// checkReleaseSource refuses a spec that cannot work as written, before
-// anything is read: no interval, a policy or filter that does not compile,
-// a JSONPath that does not parse.
-func checkReleaseSource(rs *uprevv1.ReleaseSource) error {
+// checkReleaseSource returns the kind of a ReleaseSource, or refuses a
+// spec that cannot work as written, before anything is read: no interval,
+// a policy or filter that does not compile, not exactly one kind, what the
+// kind refuses (a JSONPath that does not parse).
+func checkReleaseSource(rs *uprevv1.ReleaseSource) (sourcekind.Kind, error) {
 	if rs.Spec.Interval.Duration <= 0 {
-		return stalledf(uprevv1.InvalidSpecReason, "spec.interval must be set")
+		return nil, stalledf(uprevv1.InvalidSpecReason, "spec.interval must be set")
 	}
 	if _, err := policy.NewSelector(rs.Spec.Policy); err != nil {
-		return stalled(uprevv1.InvalidPolicyReason, fmt.Errorf("spec.policy: %w", err))
+		return nil, stalled(uprevv1.InvalidPolicyReason, fmt.Errorf("spec.policy: %w", err))
 	}
 	if _, err := policy.NewFilter(rs.Spec.FilterTags); err != nil {
-		return stalled(uprevv1.InvalidPolicyReason, fmt.Errorf("spec.filterTags: %w", err))
+		return nil, stalled(uprevv1.InvalidPolicyReason, fmt.Errorf("spec.filterTags: %w", err))
 	}
 	for i, a := range rs.Spec.Assets {
 		for field, tmpl := range map[string]string{"url": a.URL, "checksum.url": checksumURL(a)} {
@@ -247,16 +237,18 @@ func checkReleaseSource(rs *uprevv1.ReleaseSource) error {
 				continue
 			}
 			if _, err := source.AssetURL(tmpl, "0.0.0"); err != nil {
-				return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.assets[%d].%s: %w", i, field, err))
+				return nil, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.assets[%d].%s: %w", i, field, err))
 			}
 		}
 	}
-	if j := rs.Spec.HTTPJSON; j != nil {
-		if _, err := source.ParseJSONPath(j.Versions); err != nil {
-			return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.httpJSON.versions: %w", err))
-		}
+	kind, err := sourcekind.Of(rs.Spec)
+	if err != nil {
+		return nil, stalled(uprevv1.InvalidSpecReason, err)
 	}
-	return nil
+	if err := kind.Check(); err != nil {
+		return nil, stalled(uprevv1.InvalidSpecReason, err)
+	}
+	return kind, nil
 }
 
 // checksumURL is the checksum file URL template of a, or "".
@@ -282,65 +274,31 @@ func sourceScanDueIn(rs *uprevv1.ReleaseSource, now time.Time) time.Duration {
 	return max(0, last.Time.Add(rs.Spec.Interval.Duration).Sub(now))
 }
 
-// scan lists the versions of the source the spec names.
-func (r *ReleaseSourceReconciler) scan(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access) (source.Listing, error) {
-	key := client.ObjectKeyFromObject(rs).String()
-	spec := rs.Spec
-	var listing source.Listing
-	var err error
+// listError sorts an error of a kind's listing: a field that cannot work
+// as written Stalls; a Git listing's errors are sorted as Git's (a denied
+// address Stalls, a listing past its bound is retried at the interval as
+// an HTTP source's answer past its bound); an HTTP source's by sourceError.
+func listError(err error) error {
+	var field *sourcekind.FieldError
+	var git *sourcekind.GitError
 	switch {
-	case spec.HelmRepository != nil:
-		listing, err = r.Sources.ListHelmChart(ctx, key, access, spec.HelmRepository.URL, spec.HelmRepository.Chart)
-	case spec.GitHubReleases != nil:
-		listing, err = r.Sources.ListGitHubReleases(ctx, key, access, spec.GitHubReleases.URL, spec.GitHubReleases.Repository)
-	case spec.HTTPJSON != nil:
-		listing, err = r.Sources.ListJSON(ctx, key, access, spec.HTTPJSON.URL, spec.HTTPJSON.Versions)
-	case spec.GitTags != nil:
-		return r.scanGitTags(ctx, rs, access)
-	default:
-		return source.Listing{}, stalledf(uprevv1.InvalidSpecReason, "one of spec.helmRepository, spec.githubReleases, spec.gitTags and spec.httpJSON must be set")
-	}
-	if err != nil {
-		return source.Listing{}, sourceError(err)
-	}
-	return listing, nil
-}
-
-// scanGitTags lists the tags of spec.gitTags.url with the Secret's
-// credentials and the certificate Secret's ca.crt.
-func (r *ReleaseSourceReconciler) scanGitTags(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access) (source.Listing, error) {
-	data := maps.Clone(access.Secret)
-	if ca := access.CertSecret[gitrepo.SecretCACert]; len(ca) > 0 {
-		if data == nil {
-			data = map[string][]byte{}
-		}
-		data[gitrepo.SecretCACert] = ca
-	}
-	remote, err := gitrepo.NewRemote(rs.Spec.GitTags.URL, data)
-	if err != nil {
-		if errors.Is(err, gitrepo.ErrInvalidSecret) {
-			return source.Listing{}, transient(uprevv1.AuthenticationFailedReason, err)
-		}
-		return source.Listing{}, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.gitTags.url: %w", err))
-	}
-	remote.Timeout = access.Timeout
-	listing, err := source.ListGitTags(ctx, remote)
-	switch {
+	case errors.As(err, &field):
+		return stalled(uprevv1.InvalidSpecReason, err)
+	case !errors.As(err, &git):
+		return sourceError(err)
 	case errors.Is(err, outbound.ErrDenied):
-		return source.Listing{}, stalled(uprevv1.InvalidSpecReason, err)
+		return stalled(uprevv1.InvalidSpecReason, err)
 	case errors.Is(err, gitrepo.ErrListingTooLarge):
-		// As an HTTP source's answer past its bound: the next scan may
-		// find it fixed.
-		return source.Listing{}, degraded(uprevv1.SourceInvalidReason, err)
-	case err != nil:
-		return source.Listing{}, gitError(err)
+		return degraded(uprevv1.SourceInvalidReason, err)
+	default:
+		return gitError(err)
 	}
-	return listing, nil
 }
 
-// sourceAccess reads the Secrets a ReleaseSource references. A missing
-// Secret is retried with backoff, as it may be created after the source.
-func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.ReleaseSource) (source.Access, error) {
+// sourceAccess reads the Secrets a ReleaseSource of kind references. A
+// missing Secret is retried with backoff, as it may be created after the
+// source.
+func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.ReleaseSource, kind sourcekind.Kind) (source.Access, error) {
 	access := source.Access{}
 	if t := rs.Spec.Timeout; t != nil {
 		access.Timeout = t.Duration
@@ -351,7 +309,7 @@ func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.
 			return access, err
 		}
 		if gitrepo.IsGitHubApp(access.Secret) {
-			if access.Secret, err = r.githubAppToken(ctx, rs, access); err != nil {
+			if access.Secret, err = r.githubAppToken(ctx, rs, kind, access); err != nil {
 				return access, err
 			}
 		}
@@ -366,17 +324,13 @@ func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.
 
 // githubAppToken exchanges the GitHub App of a ReleaseSource's Secret
 // (Flux's keys: githubAppID, githubAppInstallationID, githubAppPrivateKey,
-// githubAppBaseURL) for an installation token: a bearer token for the
-// releases API of githubReleases, the password of x-access-token for the
-// https:// repository of gitTags. Other kinds take no GitHub App.
-func (r *ReleaseSourceReconciler) githubAppToken(ctx context.Context, rs *uprevv1.ReleaseSource, access source.Access) (map[string][]byte, error) {
-	var url string
-	switch {
-	case rs.Spec.GitHubReleases != nil:
-		url = cmp.Or(rs.Spec.GitHubReleases.URL, forge.DefaultGitHubURL)
-	case rs.Spec.GitTags != nil:
-		url = rs.Spec.GitTags.URL
-	default:
+// githubAppBaseURL) for an installation token, as its kind takes it
+// (Kind.GitHubApp): a bearer token for the releases API of githubReleases,
+// the password of x-access-token for the https:// repository of gitTags.
+// Other kinds take no GitHub App.
+func (r *ReleaseSourceReconciler) githubAppToken(ctx context.Context, rs *uprevv1.ReleaseSource, kind sourcekind.Kind, access source.Access) (map[string][]byte, error) {
+	url, bearer, ok := kind.GitHubApp()
+	if !ok {
 		return nil, stalledf(uprevv1.InvalidSpecReason, "spec.secretRef: a GitHub App authenticates githubReleases and gitTags only")
 	}
 	app := gitrepo.GitHubApp{Tokens: r.TokenCache, Kind: uprevv1.ReleaseSourceKind, Name: rs.Name, Namespace: rs.Namespace, Timeout: access.Timeout}
@@ -384,7 +338,7 @@ func (r *ReleaseSourceReconciler) githubAppToken(ctx context.Context, rs *uprevv
 	if err != nil {
 		return nil, gitError(err)
 	}
-	if rs.Spec.GitHubReleases != nil {
+	if bearer {
 		return map[string][]byte{gitrepo.SecretBearerToken: creds[gitrepo.SecretPassword]}, nil
 	}
 	return creds, nil
@@ -412,9 +366,9 @@ func sourceError(err error) error {
 	}
 }
 
-// recordLatest sets status.latest, keeping the previous one and recording
-// an event when it changed.
-func (r *ReleaseSourceReconciler) recordLatest(rs *uprevv1.ReleaseSource, latest *uprevv1.SourceVersion) {
+// recordLatest sets status.latest of a source of kind, keeping the
+// previous one and recording an event when it changed.
+func (r *ReleaseSourceReconciler) recordLatest(rs *uprevv1.ReleaseSource, kind sourcekind.Kind, latest *uprevv1.SourceVersion) {
 	prev := rs.Status.Latest
 	if equality.Semantic.DeepEqual(prev, latest) {
 		return
@@ -422,37 +376,15 @@ func (r *ReleaseSourceReconciler) recordLatest(rs *uprevv1.ReleaseSource, latest
 	if prev != nil {
 		rs.Status.ObservedPrevious = prev.DeepCopy()
 		r.Events.Eventf(rs, nil, corev1.EventTypeNormal, "LatestVersionChanged", "Select",
-			"Latest version of %s updated from %s to %s", describeSource(rs), prev.Version, latest.Version)
+			"Latest version of %s updated from %s to %s", kind.Describe(), prev.Version, latest.Version)
 	}
 	rs.Status.Latest = latest
 }
 
-// describeSource names what a ReleaseSource reads, for messages; it holds
-// no credentials (URLs are redacted).
-func describeSource(rs *uprevv1.ReleaseSource) string {
-	spec := rs.Spec
-	switch {
-	case spec.HelmRepository != nil:
-		return fmt.Sprintf("chart %s of %s", spec.HelmRepository.Chart, source.RedactURL(spec.HelmRepository.URL))
-	case spec.GitHubReleases != nil:
-		api := spec.GitHubReleases.URL
-		if api == "" {
-			api = forge.DefaultGitHubURL
-		}
-		return fmt.Sprintf("releases of %s at %s", spec.GitHubReleases.Repository, source.RedactURL(api))
-	case spec.GitTags != nil:
-		return "tags of " + source.RedactURL(spec.GitTags.URL)
-	case spec.HTTPJSON != nil:
-		return source.RedactURL(spec.HTTPJSON.URL)
-	default:
-		return "the source"
-	}
-}
-
-// sourceMessage is the Ready message of a scanned source.
-func sourceMessage(rs *uprevv1.ReleaseSource) string {
+// sourceMessage is the Ready message of a scanned source of kind.
+func sourceMessage(rs *uprevv1.ReleaseSource, kind sourcekind.Kind) string {
 	if rs.Status.Latest == nil || rs.Status.LastScan == nil {
 		return "no scan yet"
 	}
-	return fmt.Sprintf("Latest version of %s resolved to %s (%d versions)", describeSource(rs), rs.Status.Latest.Version, rs.Status.LastScan.VersionCount)
+	return fmt.Sprintf("Latest version of %s resolved to %s (%d versions)", kind.Describe(), rs.Status.Latest.Version, rs.Status.LastScan.VersionCount)
 }

@@ -7,11 +7,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/sourcekind"
 )
 
 // sourcesNoun lists ReleaseSources: where each reads versions, the version
-// selected and how many assets are pinned; wide shows the URL read and
-// the pinned assets' hashes.
+// selected and how many assets are pinned; wide shows the URL read
+// (redacted) and the pinned assets' hashes.
 func sourcesNoun() Noun {
 	return Noun{
 		Name:    "sources",
@@ -52,25 +53,15 @@ func sourcesNoun() Noun {
 	}
 }
 
-// sourceKindCells names a source's kind, and what it reads: the chart and
-// repository, the GitHub repository, the Git or feed URL.
+// sourceKindCells names a source's kind, and what it reads (the chart and
+// repository, the GitHub repository, the Git or feed URL), URLs redacted;
+// empty for a spec of no kind.
 func sourceKindCells(spec uprevv1.ReleaseSourceSpec) (kind, from string) {
-	switch {
-	case spec.HelmRepository != nil:
-		return "helm", spec.HelmRepository.Chart + " in " + spec.HelmRepository.URL
-	case spec.GitHubReleases != nil:
-		from = spec.GitHubReleases.Repository
-		if spec.GitHubReleases.URL != "" {
-			from += " at " + spec.GitHubReleases.URL
-		}
-		return "github", from
-	case spec.GitTags != nil:
-		return "git", spec.GitTags.URL
-	case spec.HTTPJSON != nil:
-		return "json", spec.HTTPJSON.URL + " " + spec.HTTPJSON.Versions
-	default:
+	k, err := sourcekind.Of(spec)
+	if err != nil {
 		return "", ""
 	}
+	return k.Short(), k.From()
 }
 
 // shortDigest shortens sha256:<hex> to its first 12 hex digits.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/sourcekind"
 )
 
 // Receiver kinds, the first path segment after /hooks/.
@@ -325,12 +326,18 @@ func (r *Receiver) triggerReleaseSources(ctx context.Context, namespace string, 
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing release sources: %w", err)
 	}
+	var n sourcekind.Notification
+	if push != nil {
+		n.TagsPushed = push.Matches
+	}
+	if release != nil {
+		n.Released = release.Repository
+	}
 	var triggered []string
 	for i := range list.Items {
 		rs := &list.Items[i]
-		tags := push != nil && rs.Spec.GitTags != nil && push.Matches(rs.Spec.GitTags.URL)
-		released := release != nil && rs.Spec.GitHubReleases != nil && strings.EqualFold(rs.Spec.GitHubReleases.Repository, release.Repository)
-		if !tags && !released {
+		kind, err := sourcekind.Of(rs.Spec)
+		if err != nil || !kind.Notified(n) {
 			continue
 		}
 		if err := r.requestReconcile(ctx, rs); err != nil {
