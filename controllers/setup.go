@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"unicode/utf8"
 
@@ -24,14 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/notify"
 	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/registry"
-	"github.com/uprev-dev/uprev/internal/source"
 	"github.com/uprev-dev/uprev/internal/webhook"
 )
 
@@ -225,103 +221,36 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("unknown controller %q (want some of %v)", name, AllControllers)
 		}
 	}
-	copts := controller.Options{MaxConcurrentReconciles: max(1, opts.Concurrency)}
 	opts.Registry.DenyCIDRs = opts.DenyCIDRs
 	recorders, err := eventRecorders(mgr, opts.EventsAddr)
 	if err != nil {
 		return err
 	}
-	var scanner *registry.Scanner
-	if slices.Contains(opts.Controllers, ImageScanning) || slices.Contains(opts.Controllers, WriteBack) {
-		metrics := registry.NewMetrics()
-		if err := metrics.Register(crmetrics.Registry); err != nil {
-			return fmt.Errorf("registering registry metrics: %w", err)
-		}
-		opts.Registry.Metrics = metrics
-		scanner = registry.NewScanner(opts.Registry)
-	}
-	var tokens *fluxcache.TokenCache
-	if opts.TokenCache.MaxSize > 0 {
-		tokens, err = fluxcache.NewTokenCache(opts.TokenCache.MaxSize,
-			fluxcache.WithMaxDuration(opts.TokenCache.MaxDuration),
-			fluxcache.WithMetricsRegisterer(crmetrics.Registry),
-			fluxcache.WithMetricsPrefix("uprev_token_"))
-		if err != nil {
-			return fmt.Errorf("creating the token cache: %w", err)
-		}
-	}
-	if slices.Contains(opts.Controllers, ImageScanning) {
-		tags := registry.Store{Dir: filepath.Join(opts.StoragePath, "tags"), Clock: opts.Clock}
-		tagCount := NewTagCountMetric()
-		if err := crmetrics.Registry.Register(tagCount); err != nil {
-			return fmt.Errorf("registering tag metrics: %w", err)
-		}
-		repos := &ImageRepositoryReconciler{Scanner: scanner, TokenCache: tokens, DefaultServiceAccount: opts.DefaultServiceAccount, Tags: tags, TagCount: tagCount, Clock: opts.Clock}
-		if err := repos.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("setting up ImageRepository controller: %w", err)
-		}
-		repos.Events = recorders(repos.Events)
-		policies := &ImagePolicyReconciler{Scanner: scanner, TokenCache: tokens, DefaultServiceAccount: opts.DefaultServiceAccount,
-			Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs, Clock: opts.Clock}
-		if err := policies.SetupWithManager(ctx, mgr, copts); err != nil {
-			return fmt.Errorf("setting up ImagePolicy controller: %w", err)
-		}
-		policies.Events = recorders(policies.Events)
-		gates := &ReleaseGateReconciler{Policies: policies, Clock: opts.Clock}
-		if err := gates.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("setting up ReleaseGate controller: %w", err)
-		}
-		gates.Events = recorders(gates.Events)
-		sources := &ReleaseSourceReconciler{Clock: opts.Clock, TokenCache: tokens, Sources: source.NewClient(source.Options{
-			DenyCIDRs: opts.DenyCIDRs, UserAgent: opts.Registry.UserAgent})}
-		if err := sources.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("setting up ReleaseSource controller: %w", err)
-		}
-		sources.Events = recorders(sources.Events)
-	}
-	var clones *gitrepo.Cache
-	if slices.Contains(opts.Controllers, WriteBack) || slices.Contains(opts.Controllers, Apply) {
-		var err error
-		clones, err = gitrepo.NewCacheWithOptions(filepath.Join(opts.StoragePath, "git"), gitrepo.CacheOptions{Log: ctrl.Log.WithName("git-clones")})
-		if err != nil {
-			return err
-		}
-		// The cache sweeps the clones that no live object uses.
-		if err := mgr.Add(clones); err != nil {
-			return fmt.Errorf("adding the clone cache: %w", err)
-		}
-	}
-	var pushes *gitPushEvents
-	if slices.Contains(opts.Controllers, Apply) {
-		var err error
-		if pushes, err = newGitPushEvents(ctx, mgr); err != nil {
+	k := kinds{mgr: mgr, opts: opts, copts: controller.Options{MaxConcurrentReconciles: max(1, opts.Concurrency)}, recorders: recorders}
+	if k.runs(ImageScanning) || k.runs(WriteBack) {
+		if err := k.newScanner(); err != nil {
 			return err
 		}
 	}
-	if slices.Contains(opts.Controllers, WriteBack) {
-		automations := &UpdateAutomationReconciler{Clones: clones, Scanner: scanner, TokenCache: tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout), MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: pushes,
-			DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
-		if err := automations.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("setting up UpdateAutomation controller: %w", err)
-		}
-		automations.Events = recorders(automations.Events)
-		fluxAutomations := &ImageUpdateAutomationReconciler{Engine: automations, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
-		if err := fluxAutomations.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("setting up ImageUpdateAutomation controller: %w", err)
-		}
-		fluxAutomations.Events = recorders(fluxAutomations.Events)
+	if k.tokens, err = newTokenCache(opts.TokenCache); err != nil {
+		return err
 	}
-	if slices.Contains(opts.Controllers, Apply) {
-		componentInfo := NewTargetComponentMetric()
-		if err := crmetrics.Registry.Register(componentInfo); err != nil {
-			return fmt.Errorf("registering target component metrics: %w", err)
+	for _, step := range []struct {
+		controller string
+		add        func(context.Context) error
+	}{
+		{ImageScanning, k.addImageScanning},
+		{WriteBack, k.addClones},
+		{Apply, k.addClones},
+		{Apply, k.addPushEvents},
+		{WriteBack, k.addWriteBack},
+		{Apply, k.addApply},
+	} {
+		if k.runs(step.controller) {
+			if err := step.add(ctx); err != nil {
+				return err
+			}
 		}
-		syncs := &SyncReconciler{Clones: clones, KubeConfig: opts.KubeConfig, DefaultServiceAccount: opts.DefaultServiceAccount,
-			ComponentInfo: componentInfo, TokenCache: tokens, pushes: pushes, Clock: opts.Clock}
-		if err := syncs.SetupWithManager(mgr, copts); err != nil {
-			return fmt.Errorf("setting up Sync controller: %w", err)
-		}
-		syncs.Events = recorders(syncs.Events)
 	}
 	if opts.Webhook.Addr != "" {
 		receiver := &webhook.Receiver{Options: opts.Webhook, Client: mgr.GetClient(), Secrets: mgr.GetCache()}
