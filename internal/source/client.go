@@ -412,10 +412,19 @@ func errorText(body io.Reader) string {
 	return ": " + strings.ToValidUTF8(text, "?")
 }
 
-// RedactURL returns rawURL with any password replaced, for messages.
+// RedactURL returns rawURL with any password, or a user name that stands
+// alone (a token), replaced, for messages.
 func RedactURL(rawURL string) string {
-	if u, err := url.Parse(rawURL); err == nil {
-		return u.Redacted()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "the source's URL"
 	}
-	return "the source's URL"
+	// A user name without a password is most often a token
+	// (https://<token>@github.com/...): it is hidden as a password is.
+	if u.User != nil {
+		if _, ok := u.User.Password(); !ok && u.User.Username() != "" {
+			u.User = url.User("xxxxx")
+		}
+	}
+	return u.Redacted()
 }
