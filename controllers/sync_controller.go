@@ -542,6 +542,7 @@ func (r *SyncReconciler) applyOptions(s *uprevv1.Sync, target uprevv1.Target) ap
 		Wait:             s.Spec.Wait,
 		Timeout:          s.GetTimeout(),
 		DefaultNamespace: s.Namespace,
+		Owner:            syncOwner(s),
 	}
 	if target.KubeConfig == nil {
 		opts.ServiceAccount = cmp.Or(s.Spec.ServiceAccountName, r.DefaultServiceAccount)

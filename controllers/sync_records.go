@@ -15,6 +15,9 @@ import (
 	"github.com/uprev-dev/uprev/internal/apply"
 )
 
+// The Sync controller alone writes what a SyncTarget says of its target.
+// +kubebuilder:rbac:groups=uprev.dev,resources=synctargets/status,verbs=get;patch;update
+
 // targetRecord is the SyncTarget of one target during a run: what it
 // should hold, and what was last written (nil while it does not exist).
 // Only the goroutine applying its target touches it during a wave.
@@ -50,9 +53,31 @@ func (r *SyncReconciler) loadRecords(ctx context.Context, s *uprevv1.Sync) (map[
 	records := map[string]*targetRecord{}
 	for i := range list.Items {
 		st := &list.Items[i]
-		if st.Spec.Sync == s.Name {
-			records[st.Spec.Target] = &targetRecord{obj: st.DeepCopy(), written: st}
+		if st.Spec.Sync != s.Name {
+			continue
 		}
+		if st.IsRecordOf(s) {
+			obj := st.DeepCopy()
+			// A record created by anyone but uprev has no status at all.
+			obj.Status.Name = st.Spec.Target
+			records[st.Spec.Target] = &targetRecord{obj: obj, written: st}
+			continue
+		}
+		if st.Name != uprevv1.SyncTargetName(s.Name, st.Spec.Target) {
+			// Not where uprev would write it: released as a removed target
+			// is, never believed.
+			obj := st.DeepCopy()
+			obj.Status = uprevv1.TargetStatus{}
+			records[st.Spec.Target+"\x00"+st.Name] = &targetRecord{obj: obj, written: st}
+			continue
+		}
+		// At the record's name but not the Sync's own (an earlier Sync of
+		// the same name, or made by someone else): nothing it says is
+		// believed, and the next write makes it the Sync's, status and all.
+		own := newRecord(s, uprevv1.Target{Name: st.Spec.Target}).obj
+		obj := st.DeepCopy()
+		obj.Labels, obj.OwnerReferences, obj.Spec, obj.Status = own.Labels, own.OwnerReferences, own.Spec, own.Status
+		records[st.Spec.Target] = &targetRecord{obj: obj, written: st}
 	}
 	for _, legacy := range s.Status.Targets {
 		i := slices.IndexFunc(s.Spec.Targets, func(t uprevv1.Target) bool { return t.Name == legacy.Name })
@@ -68,8 +93,9 @@ func (r *SyncReconciler) loadRecords(ctx context.Context, s *uprevv1.Sync) (map[
 
 // targetStatuses returns what each target of s reports: its SyncTarget's
 // status, or, for a Sync its manager has not run since SyncTargets came,
-// the entry of status.targets; by target name. c should not be a cache:
-// SyncTargets are not cached.
+// the entry of status.targets; by target name. Only the Sync's own
+// records are read (SyncTarget.IsRecordOf): their status is written by
+// uprev alone. c should not be a cache: SyncTargets are not cached.
 func targetStatuses(ctx context.Context, c client.Reader, s *uprevv1.Sync) (map[string]uprevv1.TargetStatus, error) {
 	statuses := map[string]uprevv1.TargetStatus{}
 	for _, legacy := range s.Status.Targets {
@@ -80,7 +106,7 @@ func targetStatuses(ctx context.Context, c client.Reader, s *uprevv1.Sync) (map[
 		return nil, fmt.Errorf("listing the SyncTargets of Sync %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	for _, st := range list.Items {
-		if st.Spec.Sync == s.Name {
+		if st.IsRecordOf(s) {
 			ts := st.Status
 			ts.Name = st.Spec.Target
 			statuses[ts.Name] = ts
@@ -110,25 +136,66 @@ func newRecord(s *uprevv1.Sync, target uprevv1.Target) *targetRecord {
 }
 
 // writeRecord writes a target's record when it changed since last
-// written: one request, creating or patching it. A refused write is a
-// StatusWriteFailed error: the target has not recorded what it did.
+// written: its metadata and spec, creating it when new, then its status,
+// through the status subresource that only uprev may write. A refused
+// write is a StatusWriteFailed error: the target has not recorded what it
+// did.
 func (r *SyncReconciler) writeRecord(ctx context.Context, rec *targetRecord) error {
-	if w := rec.written; w != nil && equality.Semantic.DeepEqual(w.Spec, rec.obj.Spec) && equality.Semantic.DeepEqual(w.Status, rec.obj.Status) {
+	w := rec.written
+	if w != nil && sameRecordSpec(w, rec.obj) && equality.Semantic.DeepEqual(w.Status, rec.obj.Status) {
 		return nil
 	}
-	obj := rec.obj.DeepCopy()
-	var err error
-	if rec.written == nil {
-		err = r.Create(ctx, obj, client.FieldOwner(fieldManager))
-	} else {
-		err = r.Patch(ctx, obj, client.MergeFrom(rec.written), client.FieldOwner(fieldManager))
+	fail := func(doing string, err error) error {
+		return transient(uprevv1.StatusWriteFailedReason, fmt.Errorf("recording target %s in SyncTarget %s: %s: %w", rec.obj.Spec.Target, rec.obj.Name, doing, err))
 	}
-	if err != nil {
-		return transient(uprevv1.StatusWriteFailedReason, fmt.Errorf("recording target %s in SyncTarget %s: %w", rec.obj.Spec.Target, rec.obj.Name, err))
+	status := rec.obj.Status.DeepCopy()
+	switch {
+	case w == nil:
+		// Created without a status (the API server drops it): decoding
+		// the answer leaves fields it lacks as they were.
+		obj := rec.obj.DeepCopy()
+		obj.Status = uprevv1.TargetStatus{}
+		if err := r.Create(ctx, obj, client.FieldOwner(fieldManager)); err != nil {
+			return fail("creating it", err)
+		}
+		w = obj
+	case !sameRecordSpec(w, rec.obj):
+		obj := rec.obj.DeepCopy()
+		obj.Status = *w.Status.DeepCopy()
+		if err := r.Patch(ctx, obj, client.MergeFrom(w), client.FieldOwner(fieldManager)); err != nil {
+			return fail("patching it", err)
+		}
+		w = obj
+	}
+	rec.written = w
+	rec.obj.ObjectMeta = *w.ObjectMeta.DeepCopy()
+	if equality.Semantic.DeepEqual(w.Status, *status) {
+		return nil
+	}
+	obj := w.DeepCopy()
+	obj.Status = *status
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(w), client.FieldOwner(fieldManager)); err != nil {
+		return fail("patching its status", err)
 	}
 	rec.written = obj
 	rec.obj.ObjectMeta = *obj.ObjectMeta.DeepCopy()
 	return nil
+}
+
+// sameRecordSpec tells whether two versions of a record agree on what
+// makes it the Sync's own: its spec, labels and owners.
+func sameRecordSpec(a, b *uprevv1.SyncTarget) bool {
+	return equality.Semantic.DeepEqual(a.Spec, b.Spec) &&
+		equality.Semantic.DeepEqual(a.Labels, b.Labels) &&
+		equality.Semantic.DeepEqual(a.OwnerReferences, b.OwnerReferences)
+}
+
+// syncOwner is the Owner a Sync applies as: every object it applies is
+// labelled with its namespace and name (apply.OwnerNamespaceLabel and
+// apply.OwnerNameLabel, the name as uprevv1.SyncLabelValue), and prune
+// deletes only objects so labelled, whatever a record's inventory says.
+func syncOwner(s *uprevv1.Sync) apply.Owner {
+	return apply.Owner{Name: uprevv1.SyncLabelValue(s.Name), Namespace: s.Namespace}
 }
 
 // deleteRecords removes every SyncTarget of a Sync, in one request.

@@ -35,10 +35,15 @@ type SyncTargetSpec struct {
 // controller writes one per target, owned by the Sync, in its namespace, so
 // that no object grows with the fleet; the Sync itself keeps counts per
 // rollout step. A person reads them with `kubectl get synctargets -l
-// uprev.dev/sync=<sync>`. They have no status subresource: uprev writes
-// each in one request.
+// uprev.dev/sync=<sync>`.
+//
+// What a record says of its target is its status, a subresource that only
+// uprev's manager may write: whoever may write SyncTargets cannot change
+// it, and a record created by anyone else starts with an empty status.
+// Readers believe a record only when IsRecordOf says it is the Sync's own.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Sync",type=string,JSONPath=`.spec.sync`
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.target`
 // +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.lastAppliedRevision`
@@ -60,6 +65,21 @@ type SyncTargetList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []SyncTarget `json:"items"`
+}
+
+// IsRecordOf tells whether st is the record uprev writes for one of the
+// targets of s: in its namespace, named SyncTargetName of s and its
+// target, labelled and naming s, and controlled (ownerReference) by this
+// very Sync, by UID. A record that fails any of these, left by an earlier
+// Sync of the same name or made by someone else, is not believed.
+func (st *SyncTarget) IsRecordOf(s *Sync) bool {
+	if st.Namespace != s.Namespace || st.Spec.Sync != s.Name || st.Labels[SyncLabel] != SyncLabelValue(s.Name) ||
+		st.Name != SyncTargetName(s.Name, st.Spec.Target) {
+		return false
+	}
+	owner := metav1.GetControllerOf(st)
+	return owner != nil && owner.Kind == SyncKind && owner.Name == s.Name && owner.UID == s.UID && owner.UID != "" &&
+		strings.HasPrefix(owner.APIVersion, GroupVersion.Group+"/")
 }
 
 // SyncLabelValue is the value of SyncLabel for the Sync named sync: its

@@ -41,6 +41,15 @@ const (
 	// DisabledValue is the value that turns an annotation off.
 	DisabledValue = "disabled"
 
+	// OwnerNameLabel and OwnerNamespaceLabel, set on every object Apply
+	// writes, name the Owner it was applied for (Options.Owner). Prune and
+	// Delete delete only objects that carry the labels of their Owner, read
+	// from the cluster just before: whatever an inventory says, nothing
+	// else is deleted.
+	OwnerNameLabel = "sync.uprev.dev/name"
+	// OwnerNamespaceLabel: see OwnerNameLabel.
+	OwnerNamespaceLabel = "sync.uprev.dev/namespace"
+
 	// ownerGroup prefixes the owner labels of the resource manager.
 	ownerGroup = "uprev.dev"
 	// concurrency is how many requests validation, and each ApplyAll
@@ -68,6 +77,11 @@ type Options struct {
 	// longer in the set. CustomResourceDefinitions and Namespaces are only
 	// deleted when annotated uprev.dev/prune: enabled in the cluster.
 	Prune bool
+	// Owner is whose objects these are, for the labels OwnerNameLabel and
+	// OwnerNamespaceLabel that Apply sets on every object it writes and
+	// that Prune and Delete require before deleting anything. Required
+	// for Prune and Delete.
+	Owner Owner
 	// Wait makes Apply wait until every object of the set is healthy
 	// (kstatus Current), within Timeout.
 	Wait bool
@@ -93,6 +107,29 @@ type Options struct {
 	// old one pointless. What was applied stays applied.
 	WaitCancel context.Context
 }
+
+// Owner names who applies a set, as the values of OwnerNameLabel and
+// OwnerNamespaceLabel: for a Sync, its namespace and the label value of
+// its name (each at most 63 characters, valid label values).
+type Owner struct {
+	// Name is the value of OwnerNameLabel.
+	Name string
+	// Namespace is the value of OwnerNamespaceLabel.
+	Namespace string
+}
+
+// IsZero tells whether o names nobody.
+func (o Owner) IsZero() bool { return o.Name == "" && o.Namespace == "" }
+
+// labels returns o's labels.
+func (o Owner) labels() map[string]string {
+	return map[string]string{OwnerNameLabel: o.Name, OwnerNamespaceLabel: o.Namespace}
+}
+
+// ErrNoOwner is returned by Apply with Prune, and by Delete, when
+// Options.Owner is not set: without it nothing can be told to be the
+// caller's own, so nothing is deleted.
+var ErrNoOwner = errors.New("pruning needs Options.Owner: only objects labelled as the owner's are deleted")
 
 // ErrWaitCancelled is the cause of a health wait that Options.WaitCancel
 // ended.
@@ -227,9 +264,15 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 	}
 	rm := ident.rm
 
+	if opts.Prune && opts.Owner.IsZero() {
+		return result, ErrNoOwner
+	}
 	set := make([]*unstructured.Unstructured, len(objects))
 	for i, o := range objects {
 		set[i] = o.DeepCopy()
+		if !opts.Owner.IsZero() {
+			setOwnerLabels(set[i], opts.Owner)
+		}
 	}
 	sort.Sort(ssa.SortableUnstructureds(set))
 	crdScopes := definedKinds(set)
@@ -331,7 +374,7 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 
 	// 4. Prune.
 	if opts.Prune {
-		pruned, err := prune(ctx, rm, previous, result.Inventory)
+		pruned, err := prune(ctx, rm, previous, result.Inventory, opts.Owner)
 		result.ChangeSet.Append(pruned)
 		result.Inventory = stillInventoried(result.Inventory, pruned)
 		if err != nil {

@@ -90,7 +90,7 @@ func benchSet(prefix string) []*unstructured.Unstructured {
 // applyOrFail applies a set and fails the benchmark on error.
 func applyOrFail(b *testing.B, a *Applier, set []*unstructured.Unstructured, previous []Entry) Result {
 	b.Helper()
-	result, err := a.Apply(context.Background(), set, previous, Options{Prune: true})
+	result, err := a.Apply(context.Background(), set, previous, Options{Owner: testOwner, Prune: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func applyEverywhere(b *testing.B, appliers []*Applier, set []*unstructured.Unst
 	errs := make([]error, len(appliers))
 	for i, a := range appliers {
 		wg.Go(func() {
-			_, errs[i] = a.Apply(context.Background(), set, nil, Options{Prune: true})
+			_, errs[i] = a.Apply(context.Background(), set, nil, Options{Owner: testOwner, Prune: true})
 		})
 	}
 	wg.Wait()

@@ -64,7 +64,7 @@ func TestApplyCRDAndCustomResourcesInOneGo(t *testing.T) {
 		"defaulted.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: defaulted}\n",
 	})
 
-	result, err := testApplier.Apply(ctx, objects, nil, Options{DefaultNamespace: ns})
+	result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner, DefaultNamespace: ns})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Created()).To(ConsistOf(
 		id("", "widgets."+group, "apiextensions.k8s.io", "CustomResourceDefinition"),
@@ -87,7 +87,7 @@ func TestApplyCRDAndCustomResourcesInOneGo(t *testing.T) {
 	version := large.GetResourceVersion()
 
 	// The same set again changes nothing and writes nothing.
-	again, err := testApplier.Apply(ctx, objects, result.Inventory, Options{DefaultNamespace: ns, Prune: true})
+	again, err := testApplier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, DefaultNamespace: ns, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(again.Unchanged()).To(HaveLen(6))
 	g.Expect(again.Changed()).To(BeFalse())
@@ -128,7 +128,7 @@ spec:
 		}
 	}
 
-	result, err := testApplier.Apply(ctx, objects, nil, Options{})
+	result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner})
 	var validationErr *ValidationError
 	g.Expect(errors.As(err, &validationErr)).To(BeTrue(), "got %v", err)
 	failed := map[string]string{}
@@ -169,7 +169,7 @@ func TestApplyRejectedCustomResourceIsReported(t *testing.T) {
 
 	// The CR can only be validated once its CRD is established: the CRD is
 	// applied, the CR is reported, and no other object is applied.
-	result, err := testApplier.Apply(ctx, objects, nil, Options{})
+	result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner})
 	var validationErr *ValidationError
 	g.Expect(errors.As(err, &validationErr)).To(BeTrue(), "got %v", err)
 	g.Expect(validationErr.Failures).To(HaveLen(1))
@@ -186,7 +186,7 @@ func TestApplyImpersonatesServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	objects := manifests(t, map[string]string{"cm.yaml": fmt.Sprintf(configMapYAML, "settings", ns, "a")})
-	opts := Options{ServiceAccount: "deployer", ServiceAccountNamespace: ns}
+	opts := Options{Owner: testOwner, ServiceAccount: "deployer", ServiceAccountNamespace: ns}
 
 	_, err := testApplier.Apply(ctx, objects, nil, opts)
 	var validationErr *ValidationError
@@ -219,7 +219,7 @@ func TestApplyUnreachableCluster(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	objects := manifests(t, map[string]string{"cm.yaml": fmt.Sprintf(configMapYAML, "settings", "default", "a")})
 
-	_, err = applier.Apply(context.Background(), objects, nil, Options{})
+	_, err = applier.Apply(context.Background(), objects, nil, Options{Owner: testOwner})
 	var unreachable *UnreachableError
 	g.Expect(errors.As(err, &unreachable)).To(BeTrue(), "got %v", err)
 	g.Expect(unreachable.Host).To(Equal("https://127.0.0.1:1"))

@@ -17,7 +17,7 @@ func TestDriftIsCorrected(t *testing.T) {
 		"other.yaml":  fmt.Sprintf(configMapYAML, "untouched", ns, "wanted"),
 		"deploy.yaml": fmt.Sprintf(deploymentYAML, "app", ns),
 	})
-	result, err := testApplier.Apply(ctx, objects, nil, Options{})
+	result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Edits made directly in the cluster.
@@ -31,7 +31,7 @@ func TestDriftIsCorrected(t *testing.T) {
 	g.Expect(k8sClient.Update(ctx, deploy)).To(Succeed())
 
 	// Reconciling the same set puts them back and says so.
-	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Configured()).To(ConsistOf(id(ns, "settings", "", "ConfigMap"), id(ns, "app", "apps", "Deployment")))
 	g.Expect(result.Unchanged()).To(ConsistOf(id(ns, "untouched", "", "ConfigMap")))
@@ -44,7 +44,7 @@ func TestDriftIsCorrected(t *testing.T) {
 	g.Expect(deploy.Object["spec"]).To(HaveKeyWithValue("replicas", int64(1)))
 
 	// Once corrected, nothing drifts any more.
-	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Changed()).To(BeFalse())
 }

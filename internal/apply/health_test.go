@@ -47,7 +47,7 @@ func TestWaitForHealth(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		result, err := testApplier.Apply(ctx, objects, nil, Options{Wait: true, Timeout: time.Minute})
+		result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner, Wait: true, Timeout: time.Minute})
 		done <- outcome{result, err}
 	}()
 
@@ -71,7 +71,7 @@ func TestWaitTimeoutNamesUnhealthyObjects(t *testing.T) {
 		"deploy.yaml": fmt.Sprintf(deploymentYAML, "app", ns),
 		"cm.yaml":     fmt.Sprintf(configMapYAML, "settings", ns, "a"),
 	})
-	result, err := testApplier.Apply(ctx, objects, nil, Options{})
+	result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// The custom resource reports itself not Ready.
@@ -84,7 +84,7 @@ func TestWaitTimeoutNamesUnhealthyObjects(t *testing.T) {
 
 	// No status is written for the Deployment: it never becomes ready.
 	start := time.Now()
-	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Wait: true, Timeout: 2 * time.Second})
+	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Wait: true, Timeout: 2 * time.Second})
 	g.Expect(time.Since(start)).To(BeNumerically("<", 20*time.Second))
 	var healthErr *HealthError
 	g.Expect(errors.As(err, &healthErr)).To(BeTrue(), "got %v", err)
@@ -107,7 +107,7 @@ func TestWaitTimeoutNamesUnhealthyObjects(t *testing.T) {
 		map[string]any{"type": "Ready", "status": "True", "reason": "Ready"},
 	}, "status", "conditions")).To(Succeed())
 	g.Expect(k8sClient.Status().Update(ctx, widget)).To(Succeed())
-	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Wait: true, Timeout: 30 * time.Second})
+	result, err = testApplier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Wait: true, Timeout: 30 * time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Health).To(Equal(HealthHealthy))
 }

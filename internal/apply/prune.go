@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/fluxcd/cli-utils/pkg/object"
@@ -17,12 +18,18 @@ import (
 )
 
 // prune deletes the objects of previous that are not in current, objects
-// before the Namespaces and CRDs that hold them. CRDs and Namespaces are
-// only deleted when annotated PruneAnnotation: EnabledValue in the
-// cluster; objects annotated ReconcileAnnotation or PruneAnnotation
-// DisabledValue are never deleted. Entries whose deletion failed carry
-// ssa.UnknownAction.
-func prune(ctx context.Context, rm *ssa.ResourceManager, previous, current []Entry) ([]ssa.ChangeSetEntry, error) {
+// before the Namespaces and CRDs that hold them. Each is read from the
+// cluster first and deleted, at the version read, only when that copy is
+// owner's (ownedBy): an inventory names what to look at, never what may
+// be deleted, so an entry naming anyone else's object deletes nothing and
+// is reported skipped. CRDs and Namespaces are only deleted when annotated
+// PruneAnnotation: EnabledValue in the cluster; objects annotated
+// ReconcileAnnotation or PruneAnnotation DisabledValue are never deleted.
+// Entries whose deletion failed carry ssa.UnknownAction.
+func prune(ctx context.Context, rm *ssa.ResourceManager, previous, current []Entry, owner Owner) ([]ssa.ChangeSetEntry, error) {
+	if owner.IsZero() {
+		return nil, ErrNoOwner
+	}
 	keep := make(map[string]bool, len(current))
 	for _, e := range current {
 		keep[e.ID] = true
@@ -44,36 +51,14 @@ func prune(ctx context.Context, rm *ssa.ResourceManager, previous, current []Ent
 	}
 	sort.Sort(sort.Reverse(ssa.SortableUnstructureds(stale)))
 
-	opts := ssa.DeleteOptions{
-		PropagationPolicy: metav1.DeletePropagationBackground,
-		Exclusions:        map[string]string{ReconcileAnnotation: DisabledValue, PruneAnnotation: DisabledValue},
-	}
 	var entries []ssa.ChangeSetEntry
 	var errs []error
 	for _, o := range stale {
-		if ssautils.IsCRD(o) || ssautils.IsNamespace(o) {
-			allowed, err := pruneEnabled(ctx, rm.Client(), o)
-			if err != nil {
-				entries = append(entries, entryFor(o, ssa.UnknownAction))
-				errs = append(errs, err)
-				continue
-			}
-			if !allowed {
-				entries = append(entries, entryFor(o, ssa.SkippedAction))
-				continue
-			}
-		}
-		entry, err := rm.Delete(ctx, o, opts)
-		switch {
-		case err != nil && meta.IsNoMatchError(err):
-			// The kind is gone, and its objects with it.
-			entries = append(entries, entryFor(o, ssa.DeletedAction))
-		case err != nil:
-			entries = append(entries, entryFor(o, ssa.UnknownAction))
+		action, err := pruneOne(ctx, rm.Client(), o, owner)
+		if err != nil {
 			errs = append(errs, err)
-		default:
-			entries = append(entries, *entry)
 		}
+		entries = append(entries, entryFor(o, action))
 	}
 	if len(errs) > 0 {
 		return entries, fmt.Errorf("pruning: %w", errors.Join(errs...))
@@ -81,18 +66,75 @@ func prune(ctx context.Context, rm *ssa.ResourceManager, previous, current []Ent
 	return entries, nil
 }
 
-// pruneEnabled tells whether the cluster's copy of o allows pruning it;
-// an object that is already gone may be "pruned" (nothing happens).
-func pruneEnabled(ctx context.Context, c client.Client, o *unstructured.Unstructured) (bool, error) {
+// pruneOne deletes o if the cluster's copy of it is owner's and may be
+// pruned, and returns what it did: DeletedAction (also when o is gone
+// already, or its kind is), SkippedAction, or UnknownAction with the
+// error.
+func pruneOne(ctx context.Context, c client.Client, o *unstructured.Unstructured, owner Owner) (ssa.Action, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(o.GroupVersionKind())
 	if err := c.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
+		switch {
+		case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+			// Gone already, or its kind is, and its objects with it.
+			return ssa.DeletedAction, nil
+		default:
+			return ssa.UnknownAction, fmt.Errorf("reading %s: %w", ssautils.FmtUnstructured(o), err)
 		}
-		return false, fmt.Errorf("reading %s: %w", ssautils.FmtUnstructured(o), err)
 	}
-	return live.GetAnnotations()[PruneAnnotation] == EnabledValue, nil
+	if !ownedBy(live, owner) {
+		return ssa.SkippedAction, nil
+	}
+	if ssautils.AnyInMetadata(live, map[string]string{ReconcileAnnotation: DisabledValue, PruneAnnotation: DisabledValue}) {
+		return ssa.SkippedAction, nil
+	}
+	if (ssautils.IsCRD(o) || ssautils.IsNamespace(o)) && live.GetAnnotations()[PruneAnnotation] != EnabledValue {
+		return ssa.SkippedAction, nil
+	}
+	// At the version read: an object replaced or changed since is looked
+	// at again by the next prune rather than deleted unseen.
+	uid, version := live.GetUID(), live.GetResourceVersion()
+	err := c.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &uid, ResourceVersion: &version})
+	switch {
+	case err == nil, apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		return ssa.DeletedAction, nil
+	default:
+		return ssa.UnknownAction, fmt.Errorf("deleting %s: %w", ssautils.FmtUnstructured(o), err)
+	}
+}
+
+// ownedBy tells whether the cluster's copy of an object is owner's: it
+// carries owner's OwnerNameLabel and OwnerNamespaceLabel, or, applied by
+// an uprev from before these labels, carries neither label and has fields
+// that uprev applied (a managedFields entry of FieldManager, operation
+// Apply), as every object those versions applied has. The next Apply of a
+// set labels its objects, so only objects that left every set before the
+// upgrade are still recognised this way.
+func ownedBy(live *unstructured.Unstructured, owner Owner) bool {
+	labels := live.GetLabels()
+	name, hasName := labels[OwnerNameLabel]
+	namespace, hasNamespace := labels[OwnerNamespaceLabel]
+	if hasName || hasNamespace {
+		return hasName && hasNamespace && name == owner.Name && namespace == owner.Namespace
+	}
+	for _, f := range live.GetManagedFields() {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// setOwnerLabels labels o as owner's, replacing any owner labels the
+// manifest set.
+func setOwnerLabels(o *unstructured.Unstructured, owner Owner) {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, owner.labels())
+	o.SetLabels(labels)
 }
 
 // stillInventoried returns the current inventory plus the stale entries
@@ -107,9 +149,11 @@ func stillInventoried(current []Entry, pruned []ssa.ChangeSetEntry) []Entry {
 }
 
 // Delete deletes every object of inventory, as a prune to an empty set
-// does: objects before the Namespaces and CRDs that hold them, CRDs and
-// Namespaces only when annotated PruneAnnotation: EnabledValue, and never
-// objects annotated to be left alone. The Result's Inventory holds the
+// does: only objects labelled as opts.Owner's in the cluster (an error
+// wrapping ErrNoOwner without one), objects before the Namespaces and
+// CRDs that hold them, CRDs and Namespaces only when annotated
+// PruneAnnotation: EnabledValue, and never objects annotated to be left
+// alone. The Result's Inventory holds the
 // entries whose deletion failed, for a later retry. It is what a Sync's
 // deletion does to each target.
 func (a *Applier) Delete(ctx context.Context, inventory []Entry, opts Options) (Result, error) {
@@ -118,7 +162,7 @@ func (a *Applier) Delete(ctx context.Context, inventory []Entry, opts Options) (
 	if err != nil {
 		return result, err
 	}
-	entries, err := prune(ctx, ident.rm, inventory, nil)
+	entries, err := prune(ctx, ident.rm, inventory, nil, opts.Owner)
 	result.ChangeSet.Append(entries)
 	result.Inventory = stillInventoried([]Entry{}, entries)
 	if err != nil && isUnreachable(err) {

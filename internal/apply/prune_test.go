@@ -18,13 +18,13 @@ func TestChangeAndRemoveObjects(t *testing.T) {
 		"b.yaml":      fmt.Sprintf(configMapYAML, "b", ns, "1"),
 		"deploy.yaml": fmt.Sprintf(deploymentYAML, "app", ns),
 	})
-	result, err := testApplier.Apply(ctx, first, nil, Options{Prune: true})
+	result, err := testApplier.Apply(ctx, first, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Created()).To(HaveLen(3))
 
 	// a changes, b and the Deployment leave the set.
 	second := manifests(t, map[string]string{"a.yaml": fmt.Sprintf(configMapYAML, "a", ns, "2")})
-	result, err = testApplier.Apply(ctx, second, result.Inventory, Options{Prune: true})
+	result, err = testApplier.Apply(ctx, second, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Configured()).To(ConsistOf(id(ns, "a", "", "ConfigMap")))
 	g.Expect(result.Deleted()).To(ConsistOf(id(ns, "b", "", "ConfigMap"), id(ns, "app", "apps", "Deployment")))
@@ -40,7 +40,7 @@ func TestChangeAndRemoveObjects(t *testing.T) {
 
 	// Without Prune, objects that leave the set stay.
 	third := manifests(t, map[string]string{"b.yaml": fmt.Sprintf(configMapYAML, "b", ns, "1")})
-	result, err = testApplier.Apply(ctx, third, result.Inventory, Options{})
+	result, err = testApplier.Apply(ctx, third, result.Inventory, Options{Owner: testOwner})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Deleted()).To(BeEmpty())
 	_, err = get("v1", "ConfigMap", ns, "a")
@@ -64,11 +64,11 @@ func TestCRDsAndNamespacesArePrunedOnlyWhenAnnotated(t *testing.T) {
 			o.SetAnnotations(map[string]string{PruneAnnotation: EnabledValue})
 		}
 	}
-	result, err := testApplier.Apply(ctx, objects, nil, Options{Prune: true})
+	result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Created()).To(HaveLen(5))
 
-	result, err = testApplier.Apply(ctx, nil, result.Inventory, Options{Prune: true})
+	result, err = testApplier.Apply(ctx, nil, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Deleted()).To(ConsistOf(
 		id(prunedNS, "w", pruned, "Widget"),
@@ -103,7 +103,7 @@ func TestReconcileDisabledObjectIsLeftAlone(t *testing.T) {
 		"a.yaml": fmt.Sprintf(configMapYAML, "held", ns, "1"),
 		"b.yaml": fmt.Sprintf(configMapYAML, "other", ns, "1"),
 	})
-	result, err := testApplier.Apply(ctx, objects, nil, Options{Prune: true})
+	result, err := testApplier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// Someone marks the object in the cluster and edits it.
@@ -118,7 +118,7 @@ func TestReconcileDisabledObjectIsLeftAlone(t *testing.T) {
 		"a.yaml": fmt.Sprintf(configMapYAML, "held", ns, "2"),
 		"b.yaml": fmt.Sprintf(configMapYAML, "other", ns, "2"),
 	})
-	result, err = testApplier.Apply(ctx, changed, result.Inventory, Options{Prune: true})
+	result, err = testApplier.Apply(ctx, changed, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Skipped()).To(ConsistOf(id(ns, "held", "", "ConfigMap")))
 	g.Expect(result.Configured()).To(ConsistOf(id(ns, "other", "", "ConfigMap")))
@@ -128,7 +128,7 @@ func TestReconcileDisabledObjectIsLeftAlone(t *testing.T) {
 
 	// A revision without it does not prune it.
 	rest := manifests(t, map[string]string{"b.yaml": fmt.Sprintf(configMapYAML, "other", ns, "2")})
-	result, err = testApplier.Apply(ctx, rest, result.Inventory, Options{Prune: true})
+	result, err = testApplier.Apply(ctx, rest, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Skipped()).To(ConsistOf(id(ns, "held", "", "ConfigMap")))
 	g.Expect(result.Deleted()).To(BeEmpty())

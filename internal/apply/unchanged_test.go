@@ -105,7 +105,7 @@ func TestUnchangedSetIsOnlyListed(t *testing.T) {
 	objects := tenObjects(t, ns)
 	applier, counts := countingApplier(t)
 
-	first, err := applier.Apply(ctx, objects, nil, Options{Prune: true})
+	first, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(first.Created()).To(HaveLen(10))
 	counts.take()
@@ -113,7 +113,7 @@ func TestUnchangedSetIsOnlyListed(t *testing.T) {
 	// The versions returned by the first apply are enough: one LIST per
 	// kind and namespace, no read of an object, no dry-run, no write.
 	for range 2 {
-		result, err := applier.Apply(ctx, objects, first.Inventory, Options{Prune: true})
+		result, err := applier.Apply(ctx, objects, first.Inventory, Options{Owner: testOwner, Prune: true})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(result.Unchanged()).To(HaveLen(10))
 		g.Expect(result.Changed()).To(BeFalse())
@@ -124,11 +124,11 @@ func TestUnchangedSetIsOnlyListed(t *testing.T) {
 	// A new Applier, as after a restart, remembers nothing: it diffs every
 	// object once, and learns their versions from that.
 	fresh, freshCounts := countingApplier(t)
-	result, err := fresh.Apply(ctx, objects, first.Inventory, Options{Prune: true})
+	result, err := fresh.Apply(ctx, objects, first.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Unchanged()).To(HaveLen(10))
 	g.Expect(freshCounts.take()).To(Equal(requestCounts{lists: 2, gets: 10, dryRuns: 10}))
-	result, err = fresh.Apply(ctx, objects, first.Inventory, Options{Prune: true})
+	result, err = fresh.Apply(ctx, objects, first.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Unchanged()).To(HaveLen(10))
 	g.Expect(freshCounts.take()).To(Equal(requestCounts{lists: 2}))
@@ -140,9 +140,9 @@ func TestDriftIsCorrectedAfterUnchangedReconcile(t *testing.T) {
 	ns := newNamespace(t)
 	objects := tenObjects(t, ns)
 	applier, counts := countingApplier(t)
-	result, err := applier.Apply(ctx, objects, nil, Options{Prune: true})
+	result, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
-	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Changed()).To(BeFalse())
 	counts.take()
@@ -157,7 +157,7 @@ func TestDriftIsCorrectedAfterUnchangedReconcile(t *testing.T) {
 	g.Expect(k8sClient.Delete(ctx, deleted)).To(Succeed())
 
 	// Only those two are diffed, and both are put back.
-	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Configured()).To(ConsistOf(id(ns, "cm-1", "", "ConfigMap")))
 	g.Expect(result.Created()).To(ConsistOf(id(ns, "cm-2", "", "ConfigMap")))
@@ -171,7 +171,7 @@ func TestDriftIsCorrectedAfterUnchangedReconcile(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	// What uprev wrote is not taken for drift.
-	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Changed()).To(BeFalse())
 	g.Expect(counts.take()).To(Equal(requestCounts{lists: 2}))
@@ -183,7 +183,7 @@ func TestChangedManifestIsDiffedAndApplied(t *testing.T) {
 	ns := newNamespace(t)
 	objects := tenObjects(t, ns)
 	applier, counts := countingApplier(t)
-	result, err := applier.Apply(ctx, objects, nil, Options{Prune: true})
+	result, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	counts.take()
 
@@ -199,7 +199,7 @@ func TestChangedManifestIsDiffedAndApplied(t *testing.T) {
 		}
 		changed = append(changed, o)
 	}
-	result, err = applier.Apply(ctx, changed, result.Inventory, Options{Prune: true})
+	result, err = applier.Apply(ctx, changed, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Configured()).To(ConsistOf(id(ns, "cm-3", "", "ConfigMap")))
 	g.Expect(result.Deleted()).To(ConsistOf(id(ns, "cm-4", "", "ConfigMap")))
@@ -210,13 +210,13 @@ func TestChangedManifestIsDiffedAndApplied(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cm.Object["data"]).To(HaveKeyWithValue("key", "new"))
 
-	result, err = applier.Apply(ctx, changed, result.Inventory, Options{Prune: true})
+	result, err = applier.Apply(ctx, changed, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Changed()).To(BeFalse())
 	g.Expect(counts.take()).To(Equal(requestCounts{lists: 2}))
 
 	// The old manifest is diffed again, not taken from memory.
-	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Configured()).To(ConsistOf(id(ns, "cm-3", "", "ConfigMap")))
 	g.Expect(result.Created()).To(ConsistOf(id(ns, "cm-4", "", "ConfigMap")))
@@ -228,7 +228,7 @@ func TestReconcileDisabledObjectStaysSkipped(t *testing.T) {
 	ns := newNamespace(t)
 	objects := tenObjects(t, ns)
 	applier, counts := countingApplier(t)
-	result, err := applier.Apply(ctx, objects, nil, Options{Prune: true})
+	result, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	held, err := get("v1", "ConfigMap", ns, "cm-5")
@@ -239,7 +239,7 @@ func TestReconcileDisabledObjectStaysSkipped(t *testing.T) {
 
 	for range 2 {
 		counts.take()
-		result, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+		result, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(result.Skipped()).To(ConsistOf(id(ns, "cm-5", "", "ConfigMap")))
 		g.Expect(result.Changed()).To(BeFalse())
@@ -258,22 +258,22 @@ func TestRememberedVersionsAreVerifiedAgain(t *testing.T) {
 	applier, counts := countingApplier(t)
 	now := time.Now()
 	applier.now = func() time.Time { return now }
-	result, err := applier.Apply(ctx, objects, nil, Options{Prune: true})
+	result, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	counts.take()
 
 	now = now.Add(reverifyAfter - time.Second)
-	_, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	_, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(counts.take()).To(Equal(requestCounts{lists: 2}))
 
 	now = now.Add(time.Second)
-	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Unchanged()).To(HaveLen(10))
 	g.Expect(counts.take()).To(Equal(requestCounts{lists: 2, gets: 10, dryRuns: 10}))
 
-	_, err = applier.Apply(ctx, objects, result.Inventory, Options{Prune: true})
+	_, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(counts.take()).To(Equal(requestCounts{lists: 2}))
 }
@@ -287,7 +287,7 @@ func TestVersionsAreRememberedPerIdentity(t *testing.T) {
 		"b.yaml": fmt.Sprintf(configMapYAML, "b", ns, "1"),
 	})
 	applier, counts := countingApplier(t)
-	_, err := applier.Apply(ctx, objects, nil, Options{})
+	_, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	g.Expect(k8sClient.Create(ctx, &rbacv1.Role{
@@ -302,7 +302,7 @@ func TestVersionsAreRememberedPerIdentity(t *testing.T) {
 
 	// Wait, with another Applier, until the service account may do what
 	// it needs.
-	opts := Options{ServiceAccount: "deployer", ServiceAccountNamespace: ns}
+	opts := Options{Owner: testOwner, ServiceAccount: "deployer", ServiceAccountNamespace: ns}
 	other, err := NewApplier(testCluster.Config)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
@@ -328,7 +328,7 @@ func TestConcurrentAppliesOfOneSet(t *testing.T) {
 	ns := newNamespace(t)
 	objects := tenObjects(t, ns)
 	applier, _ := countingApplier(t)
-	first, err := applier.Apply(ctx, objects, nil, Options{Prune: true})
+	first, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	var wg sync.WaitGroup
@@ -336,7 +336,7 @@ func TestConcurrentAppliesOfOneSet(t *testing.T) {
 	errs := make([]error, 4)
 	for i := range results {
 		wg.Go(func() {
-			results[i], errs[i] = applier.Apply(ctx, objects, first.Inventory, Options{Prune: true})
+			results[i], errs[i] = applier.Apply(ctx, objects, first.Inventory, Options{Owner: testOwner, Prune: true})
 		})
 	}
 	wg.Wait()

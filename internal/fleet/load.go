@@ -54,7 +54,8 @@ func Load(ctx context.Context, c client.Reader, namespace string) (Inputs, error
 // status is read by name (SyncStatus.Target) whatever the layout: from a
 // SyncTarget, or from status.targets of a Sync that its manager has not
 // reconciled since SyncTargets came. A SyncTarget replaces the entry of
-// the same target.
+// the same target. Only a Sync's own records count (SyncTarget.IsRecordOf):
+// their status is written by uprev alone, through the status subresource.
 func AttachTargets(ctx context.Context, c client.Reader, syncs []uprevv1.Sync) error {
 	bySync := map[[2]string]*uprevv1.Sync{}
 	namespaces := map[string]bool{}
@@ -70,7 +71,7 @@ func AttachTargets(ctx context.Context, c client.Reader, syncs []uprevv1.Sync) e
 		}
 		for _, st := range list.Items {
 			s, ok := bySync[[2]string{st.Namespace, st.Spec.Sync}]
-			if !ok {
+			if !ok || !st.IsRecordOf(s) {
 				continue
 			}
 			ts := st.Status
