@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,6 +73,15 @@ func TestManagerHonoursRequests(t *testing.T) {
 	g.Expect(r.code).To(Equal(0), r.stderr)
 	g.Expect(r.stdout).To(MatchRegexp(`^sync.uprev.dev/prod reconcile requested\nsync.uprev.dev/prod reconciled: applied main@sha1:[0-9a-f]{40} to 1 targets\n$`))
 	g.Expect(appVersion(g)).To(Equal("1"))
+
+	// The automation's first run is over before the next commit, so that
+	// the run requested below finds that commit new and rewrites (a first
+	// run slowed past the commit, on a loaded machine, left the requested
+	// run nothing new: "no change: nothing new since ...").
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(auto), auto)).To(Succeed())
+		g.Expect(conditions.IsReady(auto)).To(BeTrue(), "%v", auto.Status.Conditions)
+	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
 
 	// A new commit, applied now although the interval is an hour.
 	git.CommitFile(t, "fleet", "main", "clusters/prod/app.yaml", configMap(ns, "2"), "Version 2")

@@ -3,6 +3,9 @@ package fairness
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -87,5 +91,79 @@ func TestRequestedScansAreNeverDropped(t *testing.T) {
 		}
 		expectTags(tag, round+1, token, 15*time.Second)
 		t.Logf("round %d: twelve requested scans selected %s within %s", round, tag, time.Since(start).Round(100*time.Millisecond))
+	}
+}
+
+// TestRequestedSourceScansAreNeverDropped: twelve ReleaseSources (interval
+// 1h) on one feed server that takes 1.5 s to answer, a scan requested on
+// all of them at once, three rounds: the server's share of the workers is
+// taken, most requests wait their turn, and every one is scanned: each
+// source selects the new version within 15 s, and none says it handled a
+// request before the scan that found it.
+func TestRequestedSourceScansAreNeverDropped(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	startManager(t)
+	ns := newNamespace(t, "requested-sources")
+	var version atomic.Value
+	version.Store("1.0.0")
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(1500 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"version":%q}`, version.Load())
+	}))
+	t.Cleanup(feed.Close)
+	const n = 12
+	sources := make([]*uprevv1.ReleaseSource, n)
+	for i := range n {
+		sources[i] = &uprevv1.ReleaseSource{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("app-%d", i)},
+			Spec: uprevv1.ReleaseSourceSpec{
+				Interval: metav1.Duration{Duration: time.Hour},
+				HTTPJSON: &uprevv1.HTTPJSONSource{URL: fmt.Sprintf("%s/app-%d.json", feed.URL, i), Versions: "{.version}"},
+				Policy:   imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
+			},
+		}
+		create(t, sources[i])
+	}
+	expectVersion := func(want, token string, within time.Duration) {
+		t.Helper()
+		g.Eventually(func(g Gomega) {
+			for _, rs := range sources {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+				if token != "" && rs.Status.LastHandledReconcileAt == token {
+					// A Gomega failure here would only retry: a request
+					// handled without its scan must fail the test at once.
+					if rs.Status.Latest == nil || rs.Status.Latest.Version != want {
+						t.Fatalf("%s handled the request %s before the scan that finds %s: %+v", rs.Name, token, want, rs.Status.Latest)
+					}
+				}
+				g.Expect(rs.Status.Latest).NotTo(BeNil(), rs.Name)
+				g.Expect(rs.Status.Latest.Version).To(Equal(want), rs.Name)
+			}
+		}, within, 200*time.Millisecond).Should(Succeed())
+	}
+	// Twelve first scans, two at a time, 1.5 s each.
+	expectVersion("1.0.0", "", time.Minute)
+
+	for round := 1; round <= 3; round++ {
+		want := fmt.Sprintf("1.%d.0", round)
+		version.Store(want)
+		start := time.Now()
+		token := start.Format(time.RFC3339Nano)
+		for _, rs := range sources {
+			patch := client.MergeFrom(rs.DeepCopy())
+			if rs.Annotations == nil {
+				rs.Annotations = map[string]string{}
+			}
+			rs.Annotations[meta.ReconcileRequestAnnotation] = token
+			g.Expect(k8s.Patch(ctx, rs, patch)).To(Succeed())
+		}
+		expectVersion(want, token, 15*time.Second)
+		t.Logf("round %d: twelve requested scans selected %s within %s", round, want, time.Since(start).Round(100*time.Millisecond))
 	}
 }

@@ -100,9 +100,16 @@ func TestForgeCallsKeepTheDenyList(t *testing.T) {
 	appData := app.SecretData()
 	appData["githubAppBaseURL"] = []byte(appRec.URL)
 	createSecret(t, ns, "app", appData)
-	sync := newSync(t, ns, gitURL, localTarget())
-	sync.Spec.Git.SecretRef = &meta.LocalObjectReference{Name: "app"}
-	g.Expect(k8s.Update(ctx, sync)).To(Succeed())
+	sync := &uprevv1.Sync{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apps"},
+		Spec: uprevv1.SyncSpec{
+			Interval: metav1.Duration{Duration: time.Hour},
+			Git:      uprevv1.GitSource{URL: gitURL, SecretRef: &meta.LocalObjectReference{Name: "app"}, Ref: uprevv1.GitRef{Branch: "main"}},
+			Path:     "./",
+			Targets:  []uprevv1.Target{localTarget()},
+		},
+	}
+	g.Expect(k8s.Create(ctx, sync)).To(Succeed())
 
 	deniedHost := func(u string) string { return strings.TrimPrefix(u, "http://") }
 	g.Eventually(readyCondition(auto, func() []metav1.Condition { return auto.Status.Conditions })).Should(And(
