@@ -137,7 +137,7 @@ func (k *kinds) addPushEvents(ctx context.Context) error {
 func (k *kinds) addWriteBack(context.Context) error {
 	opts := k.opts
 	automations := &UpdateAutomationReconciler{Clones: k.clones, Scanner: k.scanner, TokenCache: k.tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout),
-		MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: k.pushes, DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
+		MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: k.pushes, Clock: opts.Clock, DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
 	if err := k.add("UpdateAutomation", &automations.reconciler, func() error { return automations.SetupWithManager(k.mgr, k.copts) }); err != nil {
 		return err
 	}

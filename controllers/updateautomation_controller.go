@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,6 +63,8 @@ type UpdateAutomationReconciler struct {
 	// gitShares bounds the workers one Git server and one namespace hold in
 	// the Git work of UpdateAutomations (takeGitShare); nil bounds nothing.
 	gitShares *workerShares
+	// Clock tells when a run takes its Git share; the wall clock when nil.
+	Clock clock.PassiveClock
 	// bundles holds, per spec.crds entry of each automation, the last
 	// bundle read, within the bounds of crdBundleCache.
 	bundles *crdBundleCache
@@ -77,6 +80,9 @@ func (r *UpdateAutomationReconciler) SetupWithManager(mgr ctrl.Manager, opts con
 	}
 	r.bundles = bundles
 	r.gitShares = newWorkerShares(opts.MaxConcurrentReconciles)
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&uprevv1.UpdateAutomation{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -205,7 +204,7 @@ func (r *UpdateAutomationReconciler) takeGitShare(_ context.Context, run *automa
 			proxy = u.Host
 		}
 	}
-	release, err := takeGitShare(run.front.gitShares, time.Now(), client.ObjectKeyFromObject(run.auto), run.auto.Spec.Git.URL, proxy)
+	release, err := takeGitShare(run.front.gitShares, r.Clock.Now(), client.ObjectKeyFromObject(run.auto), run.auto.Spec.Git.URL, proxy)
 	if err != nil {
 		return err
 	}
