@@ -95,7 +95,7 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.opts.EventsAddr, "events-addr", "",
 		"The address of Flux's notification-controller; every event is also posted there, in Flux's event format. Empty turns it off.")
 	fs.StringVar(&o.watchSelector, "watch-label-selector", "",
-		"Reconcile only the ImageRepositories, ImagePolicies, UpdateAutomations and Syncs with matching labels, e.g. 'sharding.fluxcd.io/key=shard1'; the leader election lease is then per selector.")
+		"Reconcile only the objects with matching labels (ImageRepositories, ImagePolicies, UpdateAutomations, ImageUpdateAutomations, Syncs, ReleaseGates and ReleaseSources), e.g. 'sharding.fluxcd.io/key=shard1'; the leader election lease is then per selector.")
 	fs.StringVar(&o.leaderNS, "leader-election-namespace", "",
 		"The namespace of the leader election Lease; empty means the namespace of the manager's Pod. Needed to elect a leader outside a cluster.")
 	fs.StringVar(&o.enabled, "controllers", strings.Join(controllers.AllControllers, ","),
