@@ -30,7 +30,8 @@ type objectKind struct {
 	// "sync.uprev.dev".
 	resource  string
 	newObject func() client.Object
-	// suspend points at the object's spec.suspend.
+	// suspend points at the object's spec.suspend; nil for a kind that
+	// cannot be suspended (ReleaseGate), which only reconcile acts on.
 	suspend func(client.Object) *bool
 	// status returns the reconcile request the controller handled last
 	// and the object's conditions.
@@ -89,6 +90,29 @@ func objectKinds() []objectKind {
 			},
 		},
 		{
+			name:      "source",
+			aliases:   []string{"sources", "releasesource", "releasesources"},
+			kind:      uprevv1.ReleaseSourceKind,
+			resource:  "releasesource." + uprevv1.GroupVersion.Group,
+			newObject: func() client.Object { return &uprevv1.ReleaseSource{} },
+			suspend:   func(obj client.Object) *bool { return &obj.(*uprevv1.ReleaseSource).Spec.Suspend },
+			status: func(obj client.Object) (string, []metav1.Condition) {
+				s := obj.(*uprevv1.ReleaseSource)
+				return s.Status.LastHandledReconcileAt, s.Status.Conditions
+			},
+		},
+		{
+			name:      "gate",
+			aliases:   []string{"gates", "releasegate", "releasegates"},
+			kind:      uprevv1.ReleaseGateKind,
+			resource:  "releasegate." + uprevv1.GroupVersion.Group,
+			newObject: func() client.Object { return &uprevv1.ReleaseGate{} },
+			status: func(obj client.Object) (string, []metav1.Condition) {
+				g := obj.(*uprevv1.ReleaseGate)
+				return g.Status.LastHandledReconcileAt, g.Status.Conditions
+			},
+		},
+		{
 			name:      "imageupdateautomation",
 			aliases:   []string{"imageupdateautomations", "iua"},
 			kind:      iacv1.ImageUpdateAutomationKind,
@@ -103,6 +127,15 @@ func objectKinds() []objectKind {
 	}
 }
 
+// plural is the plural of a kind's name, as the help says it:
+// ImagePolicies, Syncs.
+func plural(kind string) string {
+	if stem, ok := strings.CutSuffix(kind, "y"); ok {
+		return stem + "ies"
+	}
+	return kind + "s"
+}
+
 // kindNames lists the names of kinds for messages: "automation, sync,
 // repository, policy or imageupdateautomation".
 func kindNames(kinds []objectKind) string {
@@ -113,18 +146,25 @@ func kindNames(kinds []objectKind) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
-// verbKinds is how the help of reconcile, suspend and resume names the
-// kinds they act on.
-const verbKinds = "UpdateAutomations, Syncs, ImageRepositories, ImagePolicies or Flux ImageUpdateAutomations"
+// verbKinds is how the help of reconcile names the kinds it acts on;
+// suspendKinds those suspend and resume act on, all but ReleaseGates.
+const (
+	verbKinds    = "UpdateAutomations, Syncs, ImageRepositories, ImagePolicies, ReleaseSources, ReleaseGates or Flux ImageUpdateAutomations"
+	suspendKinds = "UpdateAutomations, Syncs, ImageRepositories, ImagePolicies, ReleaseSources or Flux ImageUpdateAutomations"
+)
 
 // objectVerb is what one of reconcile, suspend and resume does to an
 // object.
 type objectVerb struct {
 	use, short, long, example string
-	// kindShort is the help of one kind's subcommand; %s is the kind.
+	// kindShort is the help of one kind's subcommand; %s is the kind's
+	// plural.
 	kindShort string
 	// canWait says the verb requests a reconcile, which --wait waits for.
 	canWait bool
+	// suspends says the verb sets or clears spec.suspend, so that it acts
+	// only on kinds that have one.
+	suspends bool
 	// change changes obj (read from the cluster) at time now, and returns
 	// what to print after its name, or an error when it must not be
 	// changed; changed false means there is nothing to write.
@@ -142,7 +182,12 @@ type objectVerbOptions struct {
 // kind.
 func newObjectVerbCommand(opts Options, verb objectVerb) *cobra.Command {
 	o := &objectVerbOptions{}
-	kinds := objectKinds()
+	var kinds []objectKind
+	for _, k := range objectKinds() {
+		if !verb.suspends || k.suspend != nil {
+			kinds = append(kinds, k)
+		}
+	}
 	cmd := &cobra.Command{
 		Use:     verb.use + " KIND NAME...",
 		Short:   verb.short,
@@ -158,14 +203,14 @@ func newObjectVerbCommand(opts Options, verb objectVerb) *cobra.Command {
 	}
 	o.cluster = newClusterFlags(cmd.PersistentFlags())
 	if verb.canWait {
-		cmd.PersistentFlags().BoolVar(&o.wait, "wait", false, "Wait until the controller handled the request, and fail when the object is not Ready then.")
+		cmd.PersistentFlags().BoolVar(&o.wait, "wait", false, "Wait until the controller handled the request and a Sync's rollout went through all its waves; fail when the object is not Ready then.")
 		cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long --wait waits.")
 	}
 	for _, k := range kinds {
 		cmd.AddCommand(&cobra.Command{
 			Use:     k.name + " NAME...",
 			Aliases: k.aliases,
-			Short:   fmt.Sprintf(verb.kindShort, k.kind),
+			Short:   fmt.Sprintf(verb.kindShort, plural(k.kind)),
 			Args:    cobra.MinimumNArgs(1),
 			RunE: func(cmd *cobra.Command, names []string) error {
 				return o.run(cmd.Context(), opts, verb, k, names)
@@ -214,27 +259,56 @@ func (o *objectVerbOptions) run(ctx context.Context, opts Options, verb objectVe
 }
 
 // waitHandled waits until the controller handled the reconcile request
-// token of the object at key, then prints its Ready message, or fails
-// when it is not Ready.
+// token of the object at key and, for a Sync rolled out in waves, until
+// its last wave is done; then it prints the Ready message, or fails when
+// the object is not Ready. When --timeout passes first, the error says
+// where the object stands.
 func (o *objectVerbOptions) waitHandled(ctx context.Context, out io.Writer, c client.Client, k objectKind, key client.ObjectKey, token string) error {
 	obj := k.newObject()
+	handled := false
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.timeout, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, key, obj); err != nil {
 			return false, lookupError(err, k.kind, key.Namespace, key.Name)
 		}
-		handled, _ := k.status(obj)
-		return handled == token, nil
+		last, conditions := k.status(obj)
+		handled = last == token
+		return handled && !rollingOut(conditions), nil
 	})
-	if err != nil {
-		return fmt.Errorf("waiting for %s/%s to be reconciled: %w", k.resource, key.Name, err)
-	}
 	_, conditions := k.status(obj)
 	ready, message := readyCells(conditions)
+	if err != nil {
+		if ctx.Err() == nil && wait.Interrupted(err) {
+			return fmt.Errorf("%s/%s: %s after %s", k.resource, key.Name, standing(handled, conditions), o.timeout)
+		}
+		return fmt.Errorf("waiting for %s/%s to be reconciled: %w", k.resource, key.Name, err)
+	}
 	if ready != string(metav1.ConditionTrue) {
 		return fmt.Errorf("%s/%s is not ready: %s", k.resource, key.Name, message)
 	}
 	fmt.Fprintf(out, "%s/%s reconciled: %s\n", k.resource, key.Name, message)
 	return nil
+}
+
+// rollingOut tells whether conditions say a rollout is under way: a
+// Sync whose later waves wait for earlier ones.
+func rollingOut(conditions []metav1.Condition) bool {
+	c := findCondition(conditions, meta.ReadyCondition)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == uprevv1.RolloutInProgressReason
+}
+
+// standing says where an object that --wait gave up on stands: the
+// request not handled yet (and what the controller says it waits for),
+// or the rollout under way.
+func standing(handled bool, conditions []metav1.Condition) string {
+	if !handled {
+		msg := "the controller has not handled the request"
+		if c := findCondition(conditions, meta.ReconcilingCondition); c != nil && c.Status == metav1.ConditionTrue {
+			msg += " (" + c.Reason + ": " + c.Message + ")"
+		}
+		return msg
+	}
+	_, message := readyCells(conditions)
+	return "still rolling out: " + message
 }
 
 // requestReconcile sets the reconcile request annotation that uprev's
@@ -253,16 +327,18 @@ func newReconcileCommand(opts Options) *cobra.Command {
 	return newObjectVerbCommand(opts, objectVerb{
 		use:       "reconcile",
 		short:     "Reconcile " + verbKinds + " now",
-		kindShort: "Reconcile %ss now",
+		kindShort: "Reconcile %s now",
 		long: `Asks the controller to reconcile the named ` + verbKinds + `
 now, without waiting for their interval: sets the annotation
 ` + meta.ReconcileRequestAnnotation + `, as 'flux reconcile' does. With --wait,
-waits until the controller handled the request and reports the outcome.`,
+waits until the controller handled the request (for a Sync rolled out in
+waves, until its last wave is done) and reports the outcome; it fails when
+the object is not Ready then, or says where it stands when --timeout passes.`,
 		example: `  uprev reconcile automation fleet -n uprev-system
   uprev reconcile sync prod -n uprev-system --wait`,
 		canWait: true,
 		change: func(k objectKind, obj client.Object, now time.Time) (string, bool, error) {
-			if *k.suspend(obj) {
+			if k.suspend != nil && *k.suspend(obj) {
 				return "", false, fmt.Errorf("is suspended: resume it with 'uprev resume %s %s'", k.name, obj.GetName())
 			}
 			requestReconcile(obj, now)
@@ -275,9 +351,10 @@ waits until the controller handled the request and reports the outcome.`,
 func newSuspendCommand(opts Options) *cobra.Command {
 	return newObjectVerbCommand(opts, objectVerb{
 		use:       "suspend",
-		short:     "Suspend " + verbKinds,
-		kindShort: "Suspend %ss",
-		long: `Suspends the named ` + verbKinds + `: sets spec.suspend, so that
+		short:     "Suspend " + suspendKinds,
+		kindShort: "Suspend %s",
+		suspends:  true,
+		long: `Suspends the named ` + suspendKinds + `: sets spec.suspend, so that
 their controller starts no further runs (a run under way finishes). A
 suspended Sync that is deleted leaves what it applied in place.`,
 		example: `  uprev suspend automation fleet -n uprev-system`,
@@ -296,9 +373,10 @@ suspended Sync that is deleted leaves what it applied in place.`,
 func newResumeCommand(opts Options) *cobra.Command {
 	return newObjectVerbCommand(opts, objectVerb{
 		use:       "resume",
-		short:     "Resume suspended " + verbKinds,
-		kindShort: "Resume suspended %ss",
-		long: `Resumes the named ` + verbKinds + `: clears spec.suspend and asks
+		short:     "Resume suspended " + suspendKinds,
+		kindShort: "Resume suspended %s",
+		suspends:  true,
+		long: `Resumes the named ` + suspendKinds + `: clears spec.suspend and asks
 for a reconcile now (the annotation ` + meta.ReconcileRequestAnnotation + `).
 With --wait, waits until the controller handled it and reports the outcome.`,
 		example: `  uprev resume automation fleet -n uprev-system --wait`,
