@@ -74,7 +74,7 @@ func newPlanCommand(opts Options) *cobra.Command {
 	fs.StringVar(&o.path, "path", ".", "The directory under the checkout whose files the automation updates (its spec.update.path).")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Read the ImagePolicies and ReleaseSources from the cluster of this kubeconfig.")
 	fs.StringVar(&o.kubeContext, "context", "", "The kubeconfig context to use; default: its current context.")
-	fs.StringVar(&o.namespace, "namespace", "", "The namespace of the automation: ImagePolicies and ReleaseSources are read from it (default: all namespaces), and markers that name no namespace use it.")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "The namespace of the automation: ImagePolicies and ReleaseSources are read from it (default: all namespaces), and markers that name no namespace use it.")
 	fs.StringVar(&o.refs, "refs", "", "Read the policies' latest references from this YAML or JSON file instead of a cluster (see docs/plan.md).")
 	fs.StringVar(&o.branch, "branch", "", "The branch whose history holds reverts; default: the checkout's current branch.")
 	fs.StringVar(&o.pushBranch, "push-branch", "", "The automation's push branch (spec.git.push.branch): reverts on it hold versions too.")

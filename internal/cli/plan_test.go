@@ -240,7 +240,7 @@ func TestPlanCommandCluster(t *testing.T) {
 
 	dir, revert := planFleet(t)
 	var stdout, stderr bytes.Buffer
-	code := runPlan(ctx, []string{"--checkout", dir, "--path", "clusters", "--kubeconfig", kubeconfigFile, "--namespace", "fleet"}, &stdout, &stderr)
+	code := runPlan(ctx, []string{"--checkout", dir, "--path", "clusters", "--kubeconfig", kubeconfigFile, "-n", "fleet"}, &stdout, &stderr) // -n, as every other command
 	g.Expect(code).To(Equal(2), "stderr: %s", stderr.String())
 	g.Expect(stdout.String()).To(Equal(
 		"clusters/prod/kms.yaml: ghcr.io/acme/kms 2.1.3 --> 2.2.0 (" + planDigest + ")\n" +

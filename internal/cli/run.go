@@ -55,6 +55,8 @@ type managerOptions struct {
 	registryRate  float64
 	registryConns int
 	registryDeny  []string
+	kubeconfig    string
+	kubeContext   string
 }
 
 // newRunCommand returns `uprev run`.
@@ -94,6 +96,8 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 		"The address Go's profiles (/debug/pprof/) are served on, over plain HTTP to anyone who reaches it, such as 127.0.0.1:6060 for a port-forward; empty turns them off.")
 	fs.StringVar(&o.opts.EventsAddr, "events-addr", "",
 		"The address of Flux's notification-controller; every event is also posted there, in Flux's event format. Empty turns it off.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "The kubeconfig of the cluster to run against; empty means $KUBECONFIG, the Pod's ServiceAccount, then ~/.kube/config.")
+	fs.StringVar(&o.kubeContext, "context", "", "The kubeconfig context to use; default: its current context.")
 	fs.StringVar(&o.watchSelector, "watch-label-selector", "",
 		"Reconcile only the objects with matching labels (ImageRepositories, ImagePolicies, UpdateAutomations, ImageUpdateAutomations, Syncs, ReleaseGates and ReleaseSources), e.g. 'sharding.fluxcd.io/key=shard1'; the leader election lease is then per selector.")
 	fs.StringVar(&o.leaderNS, "leader-election-namespace", "",
@@ -179,7 +183,11 @@ func (o *managerOptions) run(ctx context.Context) error {
 	mgrOpts.RenewDeadline = &renewDeadline
 	mgrOpts.RetryPeriod = &retryPeriod
 	mgrOpts.GracefulShutdownTimeout = &gracefulShutdown
-	mgr, err := ctrl.NewManager(client.GetConfigOrDie(o.clientOpts), mgrOpts)
+	cfg, err := o.restConfig(ctx)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
