@@ -6,6 +6,8 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 CONTROLLER_GEN_VERSION := v0.23.0
 GOLANGCI_LINT := $(BIN)/golangci-lint
 GOLANGCI_LINT_VERSION := v2.15.0
+ACTIONLINT := $(BIN)/actionlint
+ACTIONLINT_VERSION := v1.7.12
 PROMTOOL_VERSION := v0.316.0
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
@@ -22,7 +24,7 @@ VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERS
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: all build test stress test-programs bench fuzz lint generate manifests cluster-api-crd demo demo-down controlplane flux gitea promtool release release-binaries release-manifests
+.PHONY: all build test stress test-programs bench fuzz lint generate manifests cluster-api-crd demo demo-down controlplane flux gitea promtool actionlint release release-binaries release-manifests image
 
 all: build
 
@@ -30,8 +32,16 @@ all: build
 build:
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/uprev .
 
-## release: dist/uprev-linux-{amd64,arm64} and dist/install.yaml, for VERSION (default: git describe).
-release: release-binaries release-manifests
+## release: what the release workflow publishes, into DIST: the binaries, install.yaml and the image (an OCI layout with its SBOMs), for VERSION (default: git describe).
+release: release-binaries release-manifests image
+
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+## image: the manager's image for RELEASE_PLATFORMS, built without Docker and reproducibly (hack/image), as an OCI image layout in DIST/image with an SPDX SBOM per platform.
+image:
+	go run ./hack/image --version "$(VERSION)" --platforms "$(subst $(space),$(comma),$(RELEASE_PLATFORMS))" --output $(DIST)/image
 
 ## release-binaries: static uprev binaries for RELEASE_PLATFORMS, the version stamped in, into DIST.
 release-binaries:
@@ -117,12 +127,16 @@ fuzz:
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
 	done
 
-## lint: formatting, vet, and golangci-lint (.golangci.yml: the layering rules, as depguard).
-lint: $(GOLANGCI_LINT)
+## lint: formatting, vet, golangci-lint (.golangci.yml: the layering rules, as depguard) and actionlint on the GitHub workflows.
+lint: $(GOLANGCI_LINT) $(ACTIONLINT)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	go vet ./...
 	cd test/controlplane && go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	$(ACTIONLINT) .github/workflows/*.yml
+
+$(ACTIONLINT):
+	GOBIN=$(BIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 $(GOLANGCI_LINT):
 	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
