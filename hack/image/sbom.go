@@ -61,10 +61,10 @@ func sbom(data []byte, version, platform string, created time.Time) ([]byte, err
 	}
 	add := func(name, version, checksum string, ref *spdx.PackageExternalReference) {
 		p := &spdx.Package{
-			PackageName:             name,
-			PackageSPDXIdentifier:   common.ElementID("Package-" + idUnsafe.ReplaceAllString(name+"-"+version, "-")),
-			PackageVersion:          version,
-			PackageDownloadLocation: "NOASSERTION",
+			PackageName:               name,
+			PackageSPDXIdentifier:     common.ElementID("Package-" + idUnsafe.ReplaceAllString(name+"-"+version, "-")),
+			PackageVersion:            version,
+			PackageDownloadLocation:   "NOASSERTION",
 			PackageExternalReferences: []*spdx.PackageExternalReference{ref},
 		}
 		if checksum != "" {
