@@ -123,7 +123,7 @@ func TestInstallDefault(t *testing.T) {
 		})))
 		g.Expect(pod.Containers).To(HaveLen(1))
 		mgr := pod.Containers[0]
-		g.Expect(mgr.Image).To(Equal("ghcr.io/uprev-dev/uprev:latest"))
+		g.Expect(mgr.Image).To(Equal("ghcr.io/uprev-dev/uprev:v0.1.0"))
 		g.Expect(mgr.SecurityContext).To(PointTo(MatchFields(IgnoreExtras, Fields{
 			"RunAsNonRoot":             PointTo(BeTrue()),
 			"ReadOnlyRootFilesystem":   PointTo(BeTrue()),
