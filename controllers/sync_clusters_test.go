@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,8 +66,10 @@ func syncTarget(g Gomega, s *uprevv1.Sync, target string) *uprevv1.SyncTarget {
 // API writes. A Cluster not provisioned yet waits outside the rollout, its
 // SyncTarget saying why, while the others are applied to and the Sync is
 // Ready; it joins once its control plane is initialized, at once (the
-// Sync's interval is an hour: the Cluster watch starts the run). A
-// deleted Cluster leaves the fleet: its SyncTarget goes, its objects stay.
+// Sync's interval is an hour: the Cluster watch starts the run), and so
+// does one whose kubeconfig Secret comes last (the Secret watch starts
+// it). A deleted Cluster leaves the fleet: its SyncTarget goes, its
+// objects stay.
 func TestSyncClusterTargetsJoinWaitAndLeave(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -115,10 +118,21 @@ func TestSyncClusterTargetsJoinWaitAndLeave(t *testing.T) {
 		g.Expect(readyCondition(g, s).Message).To(HaveSuffix("to 2 targets; 1 Clusters not provisioned yet: ap"))
 	}).Should(Succeed())
 
+	// Cluster API writes ap's kubeconfig Secret, labelled with the
+	// Cluster's name, after its control plane is initialized: the Secret's
+	// creation starts the run at once (it reaches the us cluster, which is
+	// what the test has).
+	g.Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ap-kubeconfig", Labels: map[string]string{clusterNameLabel: "ap"}},
+		Data:       map[string][]byte{kubeConfigKey: rc.usKC},
+	})).To(Succeed())
+	waitApplied(t, s, first, "eu", "us", "ap")
+	g.Expect(syncTarget(g, s, "ap").Status.Reason).To(BeEmpty())
+
 	g.Expect(k8s.Delete(ctx, eu)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(recordNames(g, s)).To(ConsistOf("us", "ap"), "eu left the fleet with its Cluster")
-		g.Expect(readyCondition(g, s).Message).To(HavePrefix("applied main@sha1:" + first + " to 1 targets;"))
+		g.Expect(readyCondition(g, s).Message).To(Equal("applied main@sha1:" + first + " to 2 targets"))
 	}).Should(Succeed())
 	g.Expect(configMapExists(g, rc.euC, ns, "settings")).To(BeTrue(), "a released target keeps its objects")
 }

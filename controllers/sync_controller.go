@@ -95,6 +95,11 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 	}
 	if ok {
 		b = b.Watches(clusters, handler.EnqueueRequestsFromMapFunc(r.syncsSelectingCluster), builder.WithPredicates(clusterChanged))
+		secrets, err := r.kubeConfigSecretWatch(mgr)
+		if err != nil {
+			return fmt.Errorf("setting up the Sync controller: %w", err)
+		}
+		b = b.WatchesRawSource(secrets)
 	} else {
 		mgr.GetLogger().Info("Cluster API is not installed: Syncs read Clusters at their interval only")
 	}
