@@ -48,4 +48,23 @@ func BenchmarkSelectLatest10000(b *testing.B) {
 			}
 		}
 	})
+	b.Run("numerical", func(b *testing.B) {
+		// Build numbers and timestamps, as CI pipelines tag images.
+		tags := make([]string, 0, 10000)
+		for i := range 10000 {
+			if i%2 == 0 {
+				tags = append(tags, fmt.Sprintf("%d", 100000+i*7))
+			} else {
+				tags = append(tags, fmt.Sprintf("2026%02d%02d%06d", 1+i%12, 1+i%28, i))
+			}
+		}
+		slices.Sort(tags)
+		choice := imagev1.ImagePolicyChoice{Numerical: &imagev1.NumericalPolicy{Order: "asc"}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := policy.SelectLatest(choice, nil, tags); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

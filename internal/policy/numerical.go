@@ -22,9 +22,28 @@ func newNumerical(order string) (*numerical, error) {
 	return &numerical{sign: sign}, nil
 }
 
+// maxExactDigits is the most decimal digits whose every value float64
+// holds exactly (10^15 < 2^53).
+const maxExactDigits = 15
+
 // parseNumber reads tag as strconv.ParseFloat does, as Flux does. NaN is
-// refused because it has no place in an order.
+// refused because it has no place in an order. Tags of digits alone, the
+// build numbers and timestamps CI pipelines tag with, are read by a loop
+// of their own, to the same value (exact below 10^15) in about a quarter
+// of the time; BenchmarkSelectLatest10000/numerical measures it.
 func parseNumber(tag string) (float64, error) {
+	if n := len(tag); n > 0 && n <= maxExactDigits {
+		var v uint64
+		digits := true
+		for i := 0; i < n && digits; i++ {
+			c := tag[i]
+			digits = c >= '0' && c <= '9'
+			v = v*10 + uint64(c-'0')
+		}
+		if digits {
+			return float64(v), nil
+		}
+	}
 	f, err := strconv.ParseFloat(tag, 64)
 	if err != nil || math.IsNaN(f) {
 		return 0, fmt.Errorf("%w: %q is not a number", ErrInvalidTag, tag)
