@@ -15,6 +15,7 @@ import (
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/source"
+	"github.com/uprev-dev/uprev/internal/update"
 )
 
 // kinds adds the controllers of one manager (Setup): what they share is
@@ -132,12 +133,17 @@ func (k *kinds) addPushEvents(ctx context.Context) error {
 	return err
 }
 
+// markerScanCacheSize is how many marked file contents the write-back
+// engine keeps the scans of, for all automations: a few KB each at most.
+const markerScanCacheSize = 20000
+
 // addWriteBack adds UpdateAutomation and Flux's ImageUpdateAutomation,
 // which share the write-back engine.
 func (k *kinds) addWriteBack(context.Context) error {
 	opts := k.opts
 	automations := &UpdateAutomationReconciler{Clones: k.clones, Scanner: k.scanner, TokenCache: k.tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout),
-		MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: k.pushes, Clock: opts.Clock, DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs}
+		MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: k.pushes, Clock: opts.Clock, DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs,
+		Scans: update.NewScanCache(markerScanCacheSize)}
 	if err := k.add("UpdateAutomation", &automations.reconciler, func() error { return automations.SetupWithManager(k.mgr, k.copts) }); err != nil {
 		return err
 	}

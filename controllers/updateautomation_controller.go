@@ -27,6 +27,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/update"
 )
 
 // pushedReason is the reason of the event that announces a push.
@@ -68,6 +69,10 @@ type UpdateAutomationReconciler struct {
 	// bundles holds, per spec.crds entry of each automation, the last
 	// bundle read, within the bounds of crdBundleCache.
 	bundles *crdBundleCache
+	// Scans keeps what runs found in the marked files' contents, so that a
+	// run parses only the files that changed since (update.ScanCache); nil
+	// parses every marked file each run.
+	Scans *update.ScanCache
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.

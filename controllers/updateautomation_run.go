@@ -300,6 +300,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 			Assets:           run.assets,
 			DefaultNamespace: auto.Namespace,
 			Guard:            run.rules.Check,
+			Scans:            r.Scans,
 		}
 		// Only the files that hold a marker are read, as the index of
 		// the commit's trees knows them.

@@ -46,13 +46,15 @@ type rewriter struct {
 	assets           map[AssetKey]string
 	defaultNamespace string
 	guard            Guard
+	// scans keeps the scans of contents seen before; nil scans each.
+	scans *ScanCache
 }
 
 // rewriteFile computes the new content of one file. file is the name used
 // in the result. A file with any error is left as it was: the result then
 // holds only the errors.
 func (rw *rewriter) rewriteFile(file string, src []byte) fileResult {
-	sites, lineErrs := scanMarkers(src, rw.defaultNamespace)
+	sites, lineErrs := rw.scans.scan(src, rw.defaultNamespace)
 	if len(lineErrs) > 0 {
 		errs := make([]*FileError, len(lineErrs))
 		for i, e := range lineErrs {
@@ -143,7 +145,7 @@ func (rw *rewriter) rewriteFile(file string, src []byte) fileResult {
 
 	out, err := applyEdits(src, edits)
 	if err == nil {
-		err = checkReadBack(out, rw.defaultNamespace, sites, expected)
+		err = rw.checkReadBack(out, sites, expected)
 	}
 	if err != nil {
 		return fileResult{errs: []*FileError{{File: file, Err: err}}}
@@ -238,9 +240,10 @@ func applyEdits(src []byte, edits []edit) ([]byte, error) {
 }
 
 // checkReadBack parses the rewritten content and checks that it holds the
-// same markers, each with the expected value.
-func checkReadBack(out []byte, defaultNamespace string, before []site, expected []string) error {
-	after, lineErrs := scanMarkers(out, defaultNamespace)
+// same markers, each with the expected value. The scan is kept, so that
+// the next run, which reads this content, need not parse it again.
+func (rw *rewriter) checkReadBack(out []byte, before []site, expected []string) error {
+	after, lineErrs := rw.scans.scan(out, rw.defaultNamespace)
 	if len(lineErrs) > 0 {
 		return fmt.Errorf("%w: line %d: %w", errReadBack, lineErrs[0].line, lineErrs[0].err)
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// read, in walk order, and no other. It must list every such file and
 	// leave out symbolic links; nil, the default, walks the whole tree.
 	Only []string
+	// Scans, when not nil, keeps what the run finds in each file's content
+	// for later runs, which then parse only contents they have not seen:
+	// an automation passes the same cache to each of its runs.
+	Scans *ScanCache
 }
 
 // RewriteMarkers rewrites the marked values in the YAML files (.yaml, .yml,
@@ -83,7 +87,7 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 	}
 	defer tree.Close()
 
-	rw := &rewriter{policies: opts.Policies, assets: opts.Assets, defaultNamespace: opts.DefaultNamespace, guard: opts.Guard}
+	rw := &rewriter{policies: opts.Policies, assets: opts.Assets, defaultNamespace: opts.DefaultNamespace, guard: opts.Guard, scans: opts.Scans}
 	files := &treeFiles{tree: tree}
 	defer files.closeDir()
 	var res Result

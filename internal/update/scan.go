@@ -206,8 +206,17 @@ func lineStarts(src []byte) []int {
 	if bytes.HasPrefix(src, []byte("\uFEFF")) {
 		first = 3
 	}
-	starts := []int{first}
+	starts := make([]int, 1, bytes.Count(src, []byte("\n"))+2)
+	starts[0] = first
 	for i := first; i < len(src); {
+		// Only these bytes start a line break: \n, \r, and the first byte of
+		// NEL (C2 85) and of LS and PS (E2 80 A8/A9).
+		for i < len(src) && src[i] != '\n' && src[i] != '\r' && src[i] != 0xC2 && src[i] != 0xE2 {
+			i++
+		}
+		if i == len(src) {
+			break
+		}
 		if w := breakWidth(src, i); w > 0 {
 			i += w
 			starts = append(starts, i)
