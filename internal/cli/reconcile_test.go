@@ -131,22 +131,12 @@ func TestReconcileImageKinds(t *testing.T) {
 		},
 	}
 	createWithStatus(t, iua)
-	requested := now.Format(time.RFC3339Nano)
 
-	for _, tc := range []struct {
-		args []string
-		out  string
-		obj  client.Object
-	}{
+	expectRequested(t, ns, []reconcileCase{
 		{[]string{"reconcile", "repository", "agent"}, "imagerepository.image.toolkit.fluxcd.io/agent reconcile requested\n", repo},
 		{[]string{"reconcile", "policy", "agent"}, "imagepolicy.image.toolkit.fluxcd.io/agent reconcile requested\n", pol},
 		{[]string{"reconcile", "imageupdateautomation", "flux-system"}, "imageupdateautomation.image.toolkit.fluxcd.io/flux-system reconcile requested\n", iua},
-	} {
-		r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
-		g.Expect(r).To(Equal(result{stdout: tc.out}), strings.Join(tc.args, " "))
-		get(t, tc.obj)
-		g.Expect(tc.obj.GetAnnotations()).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, requested), strings.Join(tc.args, " "))
-	}
+	})
 
 	r := uprev(t, "suspend", "imagerepositories", "agent", "-n", ns, kubeconfigFlag)
 	g.Expect(r).To(Equal(result{stdout: "imagerepository.image.toolkit.fluxcd.io/agent suspended\n"}))
@@ -170,4 +160,25 @@ func TestReconcileImageKinds(t *testing.T) {
 	g.Expect(iua.Spec.Suspend).To(BeFalse())
 	r = uprev(t, "resume", "repository", "agent", "policy", "-n", ns, kubeconfigFlag)
 	g.Expect(r.stderr).To(Equal(`uprev resume repository: ImageRepository "policy" not found in namespace "` + ns + "\"\n"))
+}
+
+// reconcileCase is one `uprev reconcile` command line, what it prints, and
+// the object it asks to reconcile.
+type reconcileCase struct {
+	args []string
+	out  string
+	obj  client.Object
+}
+
+// expectRequested runs each case in ns and checks its output and that
+// its object carries the request annotation at the commands' time.
+func expectRequested(t *testing.T, ns string, cases []reconcileCase) {
+	t.Helper()
+	g := NewWithT(t)
+	for _, tc := range cases {
+		r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
+		g.Expect(r).To(Equal(result{stdout: tc.out}), strings.Join(tc.args, " "))
+		get(t, tc.obj)
+		g.Expect(tc.obj.GetAnnotations()).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, now.Format(time.RFC3339Nano)), strings.Join(tc.args, " "))
+	}
 }

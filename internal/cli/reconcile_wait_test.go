@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
@@ -32,21 +30,11 @@ func TestReconcileSourcesAndGates(t *testing.T) {
 	createWithStatus(t, src)
 	gate := &uprevv1.ReleaseGate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prod"}, Spec: uprevv1.ReleaseGateSpec{MinReleaseAge: "72h"}}
 	createWithStatus(t, gate)
-	requested := now.Format(time.RFC3339Nano)
 
-	for _, tc := range []struct {
-		args []string
-		out  string
-		obj  client.Object
-	}{
+	expectRequested(t, ns, []reconcileCase{
 		{[]string{"reconcile", "source", "kubernetes"}, "releasesource.uprev.dev/kubernetes reconcile requested\n", src},
 		{[]string{"reconcile", "gates", "prod"}, "releasegate.uprev.dev/prod reconcile requested\n", gate},
-	} {
-		r := uprev(t, append(tc.args, "-n", ns, kubeconfigFlag)...)
-		g.Expect(r).To(Equal(result{stdout: tc.out}), strings.Join(tc.args, " "))
-		get(t, tc.obj)
-		g.Expect(tc.obj.GetAnnotations()).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, requested), strings.Join(tc.args, " "))
-	}
+	})
 
 	r := uprev(t, "suspend", "releasesources", "kubernetes", "-n", ns, kubeconfigFlag)
 	g.Expect(r).To(Equal(result{stdout: "releasesource.uprev.dev/kubernetes suspended\n"}))

@@ -179,11 +179,7 @@ func TestChartIsConfigDefault(t *testing.T) {
 	t.Run("installs", func(t *testing.T) {
 		g := NewWithT(t)
 		c := cluster.StartT(t)
-		kc, err := c.KubeConfig()
-		g.Expect(err).NotTo(HaveOccurred())
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		g.Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
-		kc2 := newKubectl(t, kubeconfig)
+		kc2, _ := kubectlOn(t, c)
 		manifests := filepath.Join(t.TempDir(), "chart.yaml")
 		var stream strings.Builder
 		for _, obj := range renderChart(t, k.root, "uprev-chart", nil) {

@@ -2,8 +2,6 @@ package install
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -35,11 +33,7 @@ var partOf = client.MatchingLabels{"app.kubernetes.io/part-of": "uprev"}
 func TestInstallDefault(t *testing.T) {
 	g := NewWithT(t)
 	c := cluster.StartT(t)
-	kc, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
-	k := newKubectl(t, kubeconfig)
+	k, _ := kubectlOn(t, c)
 
 	// On a fresh cluster the server accepts every cluster-scoped object, but
 	// cannot admit namespaced ones, even in a dry run, before their

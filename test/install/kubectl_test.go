@@ -45,6 +45,21 @@ func newKubectl(t *testing.T, kubeconfig string) *kubectl {
 	return &kubectl{t: t, path: path, root: root, kubeconfig: kubeconfig, home: t.TempDir()}
 }
 
+// kubectlOn returns kubectl against c, with an administrator's
+// kubeconfig of c written for it, and that kubeconfig's path.
+func kubectlOn(t *testing.T, c *cluster.Cluster) (*kubectl, string) {
+	t.Helper()
+	kc, err := c.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return newKubectl(t, path), path
+}
+
 // kubectlError is a kubectl run that exited non-zero.
 type kubectlError struct {
 	args   []string

@@ -63,11 +63,7 @@ func TestMultitenantBindsPerNamespace(t *testing.T) {
 func TestInstallMultitenant(t *testing.T) {
 	g := NewWithT(t)
 	c := cluster.StartT(t)
-	kc, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
-	k := newKubectl(t, kubeconfig)
+	k, _ := kubectlOn(t, c)
 
 	k.run("apply", "-k", "config/multitenant")
 	k.run("create", "namespace", "team-a")

@@ -100,11 +100,7 @@ func TestReleaseInstallYAML(t *testing.T) {
 	// One apply on a fresh cluster installs it all; a server-side dry run
 	// of it again then changes nothing.
 	c := cluster.StartT(t)
-	kc, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
-	k = newKubectl(t, kubeconfig)
+	k, _ = kubectlOn(t, c)
 	out, _ := k.run("apply", "-f", installYAML)
 	g.Expect(out).To(ContainSubstring("namespace/" + namespace + " created"))
 	g.Expect(out).To(ContainSubstring("deployment.apps/uprev created"))

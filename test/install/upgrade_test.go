@@ -33,11 +33,7 @@ func TestUpgradeKeepsObjects(t *testing.T) {
 	c, err := cluster.StartEmpty()
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
-	kc, err := c.KubeConfig()
-	g.Expect(err).NotTo(HaveOccurred())
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
-	k := newKubectl(t, kubeconfig)
+	k, kubeconfig := kubectlOn(t, c)
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/agent", "1.0.0", "1.2.0")
 
