@@ -65,10 +65,17 @@ func (s Store) SetTags(key string, tags []string) error {
 	unlock := s.lock(key)
 	defer unlock()
 	// What cannot be read (nothing stored, a file cut short) is seen now.
-	known, err := s.SeenTags(key)
-	if err == nil && slices.EqualFunc(known, tags, func(t SeenTag, tag string) bool { return t.Name == tag }) {
-		// A scan that found what the last one stored writes nothing.
-		return nil
+	var known []SeenTag
+	body, written, err := s.read(key, true)
+	if err == nil {
+		if sameNames(body, tags) {
+			// A scan that found what the last one stored writes nothing,
+			// and reads the stored times of none of them.
+			return nil
+		}
+		if known, err = parseSeen(key, body, written); err != nil {
+			known = nil
+		}
 	}
 	stored := make(map[string]SeenTag, len(known))
 	for _, t := range known {
@@ -199,6 +206,32 @@ func (s Store) SeenTags(key string) ([]SeenTag, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseSeen(key, body, written)
+}
+
+// sameNames tells whether the lines of body name tags, in their order,
+// each with a time that parseSeen reads, allocating nothing.
+func sameNames(body string, tags []string) bool {
+	i := 0
+	for line := range strings.Lines(body) {
+		name, rest, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		if i == len(tags) || tags[i] != name {
+			return false
+		}
+		if ok {
+			seen, _, _ := strings.Cut(rest, "\t")
+			if _, err := strconv.ParseInt(seen, 10, 64); err != nil {
+				return false
+			}
+		}
+		i++
+	}
+	return i == len(tags)
+}
+
+// parseSeen reads the lines of the tags stored under key, written when
+// the file was, as SeenTags returns them.
+func parseSeen(key, body string, written time.Time) ([]SeenTag, error) {
 	tags := make([]SeenTag, 0, strings.Count(body, "\n"))
 	for line := range strings.Lines(body) {
 		tag, rest, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
@@ -224,18 +257,21 @@ func (s Store) read(key string, modTime bool) (body string, written time.Time, e
 		return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
 	}
 	defer f.Close()
-	if modTime {
-		info, err := f.Stat()
-		if err != nil {
-			return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
-		}
-		written = info.ModTime().Truncate(time.Second)
-	}
-	data, err := io.ReadAll(f)
+	info, err := f.Stat()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
 	}
-	content, ok := strings.CutSuffix(string(data), "\n")
+	if modTime {
+		written = info.ModTime().Truncate(time.Second)
+	}
+	// Read into a string of the file's size: one copy of the content,
+	// not the doublings of io.ReadAll and a conversion after.
+	var data strings.Builder
+	data.Grow(int(info.Size()))
+	if _, err := io.Copy(&data, f); err != nil {
+		return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
+	}
+	content, ok := strings.CutSuffix(data.String(), "\n")
 	lastLine := strings.LastIndexByte(content, '\n') + 1
 	body, trailer := content[:lastLine], content[lastLine:]
 	if !ok || trailer != trailerPrefix+strconv.Itoa(strings.Count(body, "\n")) {
