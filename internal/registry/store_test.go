@@ -148,6 +148,24 @@ func TestStoreLeavesTheFileOfTheSameTagsAsItIs(t *testing.T) {
 	g.Expect(store.Tags("apps/agent")).To(Equal([]string{"1.1.0"}))
 }
 
+// TestStoreRewritesSameTagsWithAnUnreadableTime: a scan that finds the
+// stored tags leaves the file alone only when SeenTags can read it; one
+// whose time is damaged is written again, its tags seen now.
+func TestStoreRewritesSameTagsWithAnUnreadableTime(t *testing.T) {
+	g := NewWithT(t)
+	now := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	store := Store{Dir: t.TempDir(), Clock: clocktesting.NewFakePassiveClock(now)}
+	g.Expect(os.WriteFile(store.path("apps/agent"), []byte("1.0.0\t17x\n1.1.0\t1764000000\n#count 2\n"), 0o600)).To(Succeed())
+	_, err := store.SeenTags("apps/agent")
+	g.Expect(err).To(HaveOccurred())
+
+	g.Expect(store.SetTags("apps/agent", []string{"1.0.0", "1.1.0"})).To(Succeed())
+	tags, err := store.SeenTags("apps/agent")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(tags).To(HaveLen(2))
+	g.Expect(tags[0].FirstSeen.UTC()).To(Equal(now))
+}
+
 func TestStoreKeepsFirstSeenTimesAcrossRestarts(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
