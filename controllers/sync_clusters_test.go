@@ -126,8 +126,13 @@ func TestSyncClusterTargetsJoinWaitAndLeave(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ap-kubeconfig", Labels: map[string]string{clusterNameLabel: "ap"}},
 		Data:       map[string][]byte{kubeConfigKey: rc.usKC},
 	})).To(Succeed())
-	waitApplied(t, s, first, "eu", "us", "ap")
-	g.Expect(syncTarget(g, s, "ap").Status.Reason).To(BeEmpty())
+	created := time.Now()
+	g.Eventually(func(g Gomega) {
+		st := syncTarget(g, s, "ap")
+		g.Expect(st.Status.LastAppliedRevision).To(Equal("main@sha1:"+first), "ap: %s", st.Status.Message)
+		g.Expect(st.Status.Reason).To(BeEmpty())
+	}).WithTimeout(5*time.Second).Should(Succeed(), "applied within 5 s of its kubeconfig Secret")
+	t.Logf("ap applied %s after its kubeconfig Secret was created", time.Since(created).Round(time.Millisecond))
 
 	g.Expect(k8s.Delete(ctx, eu)).To(Succeed())
 	g.Eventually(func(g Gomega) {
