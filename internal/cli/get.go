@@ -95,7 +95,10 @@ type Row struct {
 // getNouns returns the nouns of `uprev get`, in the order its help lists
 // them.
 func getNouns() []Noun {
-	return []Noun{policiesNoun(), automationsNoun(), fluxAutomationsNoun(), syncsNoun(), holdsNoun(), gatesNoun(), sourcesNoun()}
+	return []Noun{
+		policiesNoun(), repositoriesNoun(), automationsNoun(), fluxAutomationsNoun(), syncsNoun(), syncTargetsNoun(),
+		holdsNoun(), gatesNoun(), sourcesNoun(),
+	}
 }
 
 // Output formats of `uprev get -o`.
