@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,8 +29,8 @@ func (o *getOptions) fleetCommand(opts Options) *cobra.Command {
 // fleet reads the fleet view's inputs and prints its table.
 func (o *getOptions) fleet(ctx context.Context, opts Options) error {
 	switch {
-	case o.selector != "", o.watch, o.noHeaders, o.output == outputName:
-		return errors.New("the fleet view takes -n, -A and -o wide, yaml or json only (no -l, --watch, --no-headers or -o name); 'uprev dashboard' shows it live")
+	case o.selector != "", o.watch, o.noHeaders, o.output == outputName, strings.Contains(o.output, "="):
+		return errors.New("the fleet view takes -n, -A and -o wide, yaml or json only (no -l, --watch, --no-headers, -o name, jsonpath or custom-columns); 'uprev dashboard' shows it live")
 	}
 	namespace := ""
 	if !o.allNamespaces {

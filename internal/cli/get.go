@@ -118,7 +118,13 @@ type getOptions struct {
 	selector      string
 	watch         bool
 	noHeaders     bool
+	// template prints -o jsonpath= and custom-columns=; nil for the
+	// other formats.
+	template *templateOutput
 }
+
+// outputFormats lists the formats of -o for help and errors.
+const outputFormats = "wide, yaml, json, name, jsonpath=TEMPLATE, jsonpath-file=FILE, custom-columns=SPEC or custom-columns-file=FILE"
 
 // getLong is the help of `uprev get`.
 const getLong = `Lists uprev's objects, or what their status says, as kubectl get does: in the
@@ -161,7 +167,7 @@ func newGetCommand(opts Options) *cobra.Command {
 	fs := cmd.PersistentFlags()
 	o.cluster = newClusterFlags(fs)
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List in every namespace; the NAMESPACE column comes first.")
-	fs.StringVarP(&o.output, "output", "o", "", "Output format: wide, yaml, json or name; default: a table.")
+	fs.StringVarP(&o.output, "output", "o", "", "Output format: "+outputFormats+", as kubectl's; default: a table.")
 	fs.StringVarP(&o.selector, "selector", "l", "", "Label selector: list only the objects whose labels match, as kubectl's -l (holds: of the automations that match).")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "After listing, print the rows of each object that changes, until interrupted.")
 	fs.BoolVar(&o.noHeaders, "no-headers", false, "Print tables without their header line.")
@@ -199,10 +205,17 @@ func (o *getOptions) nounCommand(n Noun, opts Options) *cobra.Command {
 // get reads the table of n and prints it; with --watch, it then prints the
 // rows of each object that changes.
 func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []string) error {
+	tmpl, err := newTemplateOutput(o.output, o.noHeaders)
+	if err != nil {
+		return err
+	}
+	o.template = tmpl
 	switch o.output {
 	case outputTable, outputWide, outputYAML, outputJSON, outputName:
 	default:
-		return fmt.Errorf("unknown output format %q: want wide, yaml, json or name", o.output)
+		if tmpl == nil {
+			return fmt.Errorf("unknown output format %q: want %s", o.output, outputFormats)
+		}
 	}
 	if o.allNamespaces && len(names) > 0 {
 		return errors.New("names cannot be looked up across all namespaces (-A); give a namespace with -n")
@@ -241,7 +254,7 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 	if err != nil {
 		return err
 	}
-	if len(t.Rows) == 0 && (o.output == outputTable || o.output == outputWide) {
+	if len(t.Rows) == 0 && (o.output == outputTable || o.output == outputWide || (tmpl != nil && tmpl.columns)) {
 		if o.allNamespaces {
 			fmt.Fprintf(opts.ErrOut, "No %s found.\n", n.Name)
 		} else {
@@ -259,6 +272,9 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 // print prints t in the output format; header says whether a table gets
 // its header line.
 func (o *getOptions) print(w io.Writer, t *Table, named, header bool) error {
+	if o.template != nil {
+		return o.template.print(w, t, named)
+	}
 	switch o.output {
 	case outputYAML, outputJSON:
 		return printObjects(w, t, o.output, named)
