@@ -10,6 +10,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/outbound"
 )
 
 // gitAccess says who reads a repository: the object (of kind), which its
@@ -21,8 +22,10 @@ type gitAccess struct {
 }
 
 // gitRemote returns the repository of src with the credentials of its
-// Secret; a GitHub App in the Secret is exchanged for an installation
-// token, kept in tokens while it is fresh.
+// Secret, built by gitrepo.Access (the one home of Git access from a
+// Secret); a GitHub App in the Secret is exchanged for an installation
+// token, kept in tokens while it is fresh. Its errors are sorted by
+// gitError.
 func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, access gitAccess, src uprevv1.GitSource) (*gitrepo.Remote, error) {
 	var data map[string][]byte
 	if src.SecretRef != nil {
@@ -31,22 +34,17 @@ func gitRemote(ctx context.Context, c client.Reader, tokens *cache.TokenCache, a
 			return nil, err
 		}
 	}
-	if gitrepo.IsGitHubApp(data) {
-		obj := access.object
-		app := gitrepo.GitHubApp{Tokens: tokens, Kind: access.kind, Name: obj.GetName(), Namespace: obj.GetNamespace(), Timeout: src.GetTimeout()}
-		var err error
-		if data, err = app.Credentials(ctx, src.URL, data); err != nil {
-			return nil, gitError(err)
-		}
-	}
-	remote, err := gitrepo.NewRemote(src.URL, data)
+	obj := access.object
+	remote, err := gitrepo.Access{
+		URL:     src.URL,
+		Field:   "spec.git.url",
+		Secret:  data,
+		Timeout: src.GetTimeout(),
+		App:     gitrepo.GitHubApp{Tokens: tokens, Kind: access.kind, Name: obj.GetName(), Namespace: obj.GetNamespace()},
+	}.Remote(ctx)
 	if err != nil {
-		if errors.Is(err, gitrepo.ErrInvalidSecret) {
-			return nil, transient(uprevv1.AuthenticationFailedReason, err)
-		}
-		return nil, stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.url: %w", err))
+		return nil, gitError(err)
 	}
-	remote.Timeout = src.GetTimeout()
 	return remote, nil
 }
 
@@ -77,13 +75,18 @@ func commitSigner(ctx context.Context, c client.Reader, auto *uprevv1.UpdateAuto
 	return signer, nil
 }
 
-// gitError gives a Git failure its condition reason; every Git failure is
-// retried with backoff, as credentials, host keys and branches are fixed
-// outside the object, but a bad commit, which only someone's next push
-// mends, leaves the object not Ready (BadCommit) until its next interval.
+// gitError gives a Git failure its condition reason, for every kind that
+// reads Git (Syncs, UpdateAutomations, gitTags ReleaseSources): a URL Git
+// cannot read or a denied address is Stalled (InvalidSpec), as only a
+// change to the object mends it; every other Git failure is retried with
+// backoff, as credentials, host keys and branches are fixed outside the
+// object, but a bad commit, which only someone's next push mends, leaves
+// the object not Ready (BadCommit) until its next interval.
 func gitError(err error) error {
 	var bad *gitrepo.BadCommitError
 	switch {
+	case errors.Is(err, gitrepo.ErrInvalidURL), errors.Is(err, outbound.ErrDenied):
+		return stalled(uprevv1.InvalidSpecReason, err)
 	case errors.As(err, &bad):
 		return degraded(uprevv1.BadCommitReason, err)
 	case errors.Is(err, gitrepo.ErrAuthentication), errors.Is(err, gitrepo.ErrUnknownHostKey), errors.Is(err, gitrepo.ErrInvalidSecret):

@@ -275,9 +275,9 @@ func sourceScanDueIn(rs *uprevv1.ReleaseSource, now time.Time) time.Duration {
 }
 
 // listError sorts an error of a kind's listing: a field that cannot work
-// as written Stalls; a Git listing's errors are sorted as Git's (a denied
-// address Stalls, a listing past its bound is retried at the interval as
-// an HTTP source's answer past its bound); an HTTP source's by sourceError.
+// as written Stalls; a Git listing's errors are sorted as Git's (gitError;
+// a listing past its bound is retried at the interval as an HTTP source's
+// answer past its bound); an HTTP source's by sourceError.
 func listError(err error) error {
 	var field *sourcekind.FieldError
 	var git *sourcekind.GitError
@@ -286,8 +286,6 @@ func listError(err error) error {
 		return stalled(uprevv1.InvalidSpecReason, err)
 	case !errors.As(err, &git):
 		return sourceError(err)
-	case errors.Is(err, outbound.ErrDenied):
-		return stalled(uprevv1.InvalidSpecReason, err)
 	case errors.Is(err, gitrepo.ErrListingTooLarge):
 		return degraded(uprevv1.SourceInvalidReason, err)
 	default:

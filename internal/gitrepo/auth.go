@@ -116,22 +116,21 @@ func (r *Remote) withDeadline(ctx context.Context, what string, op func(context.
 //     known_hosts, both required: a host not in known_hosts is refused,
 //     never trusted. The user is the URL's (default git).
 //
-// Errors wrap ErrInvalidSecret and never hold secret values.
+// Errors wrap ErrInvalidURL or ErrInvalidSecret and never hold secret
+// values. Access.Remote is the way the controllers call it.
 func NewRemote(rawURL string, data map[string][]byte) (*Remote, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("parsing Git URL: %w", err)
+	if err := checkURL(rawURL); err != nil {
+		return nil, err
 	}
+	u, _ := url.Parse(rawURL)
 	r := &Remote{URL: rawURL}
-	switch u.Scheme {
-	case "https", "http":
-		r.caBundle = data[SecretCACert]
-		r.auth, err = httpAuth(data)
-	case "ssh":
+	var err error
+	if u.Scheme == "ssh" {
 		r.ssh = true
 		r.auth, err = sshAuth(u, data)
-	default:
-		return nil, fmt.Errorf("unsupported Git URL scheme %q (want https, http or ssh)", u.Scheme)
+	} else {
+		r.caBundle = data[SecretCACert]
+		r.auth, err = httpAuth(data)
 	}
 	if err != nil {
 		return nil, err

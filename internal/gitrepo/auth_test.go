@@ -169,5 +169,5 @@ func TestInvalidSecrets(t *testing.T) {
 		})
 	}
 	_, err := gitrepo.NewRemote("git://example.com/fleet.git", nil)
-	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("unsupported Git URL scheme")))
+	NewWithT(t).Expect(err).To(MatchError(gitrepo.ErrInvalidURL))
 }

@@ -2,8 +2,6 @@ package sourcekind
 
 import (
 	"context"
-	"errors"
-	"maps"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
@@ -57,24 +55,20 @@ func (g gitTags) From() string { return source.RedactURL(g.spec.URL) }
 func (gitTags) Check() error { return nil }
 
 // List lists the repository's tags with the Secret's credentials and the
-// certificate Secret's ca.crt; c is not used (Git has its own transport).
-// A URL Git cannot read is a *FieldError, any other error a *GitError.
+// certificate Secret's ca.crt, reached as every Git repository is
+// (gitrepo.Access); c is not used (Git has its own transport). Every error
+// is a *GitError, a URL Git cannot read one wrapping gitrepo.ErrInvalidURL.
 func (g gitTags) List(ctx context.Context, _ *source.Client, _ string, access source.Access) (source.Listing, error) {
-	data := maps.Clone(access.Secret)
-	if ca := access.CertSecret[gitrepo.SecretCACert]; len(ca) > 0 {
-		if data == nil {
-			data = map[string][]byte{}
-		}
-		data[gitrepo.SecretCACert] = ca
-	}
-	remote, err := gitrepo.NewRemote(g.spec.URL, data)
+	remote, err := gitrepo.Access{
+		URL:     g.spec.URL,
+		Field:   "spec.gitTags.url",
+		Secret:  access.Secret,
+		CACert:  access.CertSecret[gitrepo.SecretCACert],
+		Timeout: access.Timeout,
+	}.Remote(ctx)
 	if err != nil {
-		if errors.Is(err, gitrepo.ErrInvalidSecret) {
-			return source.Listing{}, &GitError{Err: err}
-		}
-		return source.Listing{}, &FieldError{Field: "spec.gitTags.url", Err: err}
+		return source.Listing{}, &GitError{Err: err}
 	}
-	remote.Timeout = access.Timeout
 	listing, err := source.ListGitTags(ctx, remote)
 	if err != nil {
 		return source.Listing{}, &GitError{Err: err}

@@ -170,8 +170,9 @@ func TestOfNeedsExactlyOneKind(t *testing.T) {
 }
 
 // TestGitTagsListErrors sorts what a Git listing refuses before it reads
-// anything: a URL Git cannot read is the field's error, a Secret that
-// cannot work is Git's.
+// anything, as gitrepo.Access does for every Git reader: a URL Git cannot
+// read wraps ErrInvalidURL and names the field, a Secret that cannot work
+// wraps ErrInvalidSecret.
 func TestGitTagsListErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -183,9 +184,9 @@ func TestGitTagsListErrors(t *testing.T) {
 			name: "a scheme Git does not read",
 			url:  "ftp://git.example.com/acme/tool.git",
 			check: func(g Gomega, err error) {
-				var field *sourcekind.FieldError
-				g.Expect(errors.As(err, &field)).To(BeTrue(), "%v", err)
-				g.Expect(field.Field).To(Equal("spec.gitTags.url"))
+				var git *sourcekind.GitError
+				g.Expect(errors.As(err, &git)).To(BeTrue(), "%v", err)
+				g.Expect(err).To(MatchError(gitrepo.ErrInvalidURL))
 				g.Expect(err.Error()).To(HavePrefix("spec.gitTags.url: "))
 			},
 		},
