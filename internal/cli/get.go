@@ -5,16 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -121,6 +116,8 @@ type getOptions struct {
 	// template prints -o jsonpath= and custom-columns=; nil for the
 	// other formats.
 	template *templateOutput
+	// table prints tables, remembering their columns' widths.
+	table *tableWriter
 }
 
 // outputFormats lists the formats of -o for help and errors.
@@ -254,6 +251,9 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 	if err != nil {
 		return err
 	}
+	// One writer for the table and the rows --watch prints after it, so
+	// that they line up.
+	o.table = newTableWriter(opts.Out)
 	if len(t.Rows) == 0 && (o.output == outputTable || o.output == outputWide || (tmpl != nil && tmpl.columns)) {
 		if o.allNamespaces {
 			fmt.Fprintf(opts.ErrOut, "No %s found.\n", n.Name)
@@ -266,7 +266,7 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 	if !o.watch {
 		return nil
 	}
-	return o.watchRows(ctx, opts, c, n, q, from)
+	return o.watchRows(ctx, opts, c, n, q, from, t)
 }
 
 // print prints t in the output format; header says whether a table gets
@@ -281,114 +281,6 @@ func (o *getOptions) print(w io.Writer, t *Table, named, header bool) error {
 	case outputName:
 		return printNames(w, t)
 	default:
-		return printTable(w, t, o.output == outputWide, o.allNamespaces, header)
-	}
-}
-
-// watchFrom is one kind --watch watches, and the resource version its
-// watch starts from.
-type watchFrom struct {
-	list  client.ObjectList
-	since string
-}
-
-// watchStarts returns the kinds --watch watches for n and where each
-// watch starts; the optional kind (AlsoWatches) is left out when it is not
-// installed.
-func watchStarts(ctx context.Context, c client.Reader, n Noun, q Query) ([]watchFrom, error) {
-	var from []watchFrom
-	for i, list := range n.watched() {
-		since, err := listVersion(ctx, c, list, q)
-		if err != nil {
-			if i > 0 && meta.IsNoMatchError(err) {
-				continue
-			}
-			return nil, err
-		}
-		from = append(from, watchFrom{list: list, since: since})
-	}
-	return from, nil
-}
-
-// listVersion returns the resource version of the list of the objects q
-// asks for (one object read), for a watch to start from.
-func listVersion(ctx context.Context, c client.Reader, list client.ObjectList, q Query) (string, error) {
-	if err := c.List(ctx, list, client.InNamespace(q.Namespace), client.Limit(1)); err != nil {
-		return "", fmt.Errorf("listing %T: %w", list, err)
-	}
-	return list.GetResourceVersion(), nil
-}
-
-// watchRows prints, for every object of the kinds of from that q asks for
-// and that changes after the resource version each starts from, its rows
-// as they are now, until ctx ends. A table's rows come without a header,
-// as kubectl's do.
-func (o *getOptions) watchRows(ctx context.Context, opts Options, c client.WithWatch, n Noun, q Query, from []watchFrom) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type received struct {
-		event watch.Event
-		ended bool
-	}
-	events := make(chan received)
-	for _, f := range from {
-		listOpts := []client.ListOption{client.InNamespace(q.Namespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: f.since}}}
-		if q.Selector != nil {
-			listOpts = append(listOpts, client.MatchingLabelsSelector{Selector: q.Selector})
-		}
-		w, err := c.Watch(ctx, f.list, listOpts...)
-		if err != nil {
-			return fmt.Errorf("watching %s: %w", n.Name, err)
-		}
-		defer w.Stop()
-		go func() {
-			for {
-				e, ok := <-w.ResultChan()
-				select {
-				case events <- received{event: e, ended: !ok}:
-				case <-ctx.Done():
-					return
-				}
-				if !ok {
-					return
-				}
-			}
-		}()
-	}
-	for {
-		var ev watch.Event
-		select {
-		case <-ctx.Done():
-			return nil
-		case r := <-events:
-			if r.ended {
-				return fmt.Errorf("watching %s: the API server ended the watch", n.Name)
-			}
-			ev = r.event
-		}
-		switch ev.Type {
-		case watch.Error:
-			return fmt.Errorf("watching %s: %v", n.Name, apierrors.FromObject(ev.Object))
-		case watch.Added, watch.Modified:
-		default: // deleted, or a bookmark
-			continue
-		}
-		obj, ok := ev.Object.(client.Object)
-		if !ok || (len(q.Names) > 0 && !slices.Contains(q.Names, obj.GetName())) {
-			continue
-		}
-		t, err := n.Read(ctx, c, Query{Namespace: obj.GetNamespace(), Names: []string{obj.GetName()}, Now: opts.Clock.Now()})
-		switch {
-		case ctx.Err() != nil: // interrupted while reading
-			return nil
-		case err != nil:
-			fmt.Fprintf(opts.ErrOut, "%v\n", err) // deleted since, most likely
-			continue
-		}
-		if len(t.Rows) > 0 {
-			if err := o.print(opts.Out, t, true, false); err != nil {
-				return err
-			}
-		}
+		return o.table.print(t, o.output == outputWide, o.allNamespaces, header)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/liggitt/tabwriter"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -18,12 +19,22 @@ import (
 	"github.com/uprev-dev/uprev/internal/printable"
 )
 
-// printTable writes t as kubectl does: a header in capitals (unless
-// header is false), then one line per row, in columns; wide columns only
-// when wide, NAMESPACE first when namespaced.
-func printTable(w io.Writer, t *Table, wide, namespaced, header bool) error {
-	var b bytes.Buffer
-	tw := printers.GetNewTabWriter(&b)
+// tableWriter writes tables as kubectl does: a header in capitals, then
+// one line per row, in columns. It keeps one tabwriter, which remembers
+// the widths of the columns it printed, so that the rows --watch prints
+// later line up with the table.
+type tableWriter struct {
+	tw *tabwriter.Writer
+}
+
+// newTableWriter returns a tableWriter printing to w.
+func newTableWriter(w io.Writer) *tableWriter {
+	return &tableWriter{tw: printers.GetNewTabWriter(&trimWriter{w: w})}
+}
+
+// print writes t's rows, after a header line when header is true; wide
+// columns only when wide, NAMESPACE first when namespaced.
+func (p *tableWriter) print(t *Table, wide, namespaced, header bool) error {
 	var headers []string
 	if namespaced {
 		headers = append(headers, "NAMESPACE")
@@ -34,7 +45,7 @@ func printTable(w io.Writer, t *Table, wide, namespaced, header bool) error {
 		}
 	}
 	if header {
-		fmt.Fprintln(tw, strings.Join(headers, "\t"))
+		fmt.Fprintln(p.tw, strings.Join(headers, "\t"))
 	}
 	for _, r := range t.Rows {
 		var cells []string
@@ -46,18 +57,32 @@ func printTable(w io.Writer, t *Table, wide, namespaced, header bool) error {
 				cells = append(cells, cell(r.Cells[i]))
 			}
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		fmt.Fprintln(p.tw, strings.Join(cells, "\t"))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	// Empty last cells leave the padding of the cells before them.
-	for line := range strings.Lines(b.String()) {
-		if _, err := fmt.Fprintln(w, strings.TrimRight(line, " \n")); err != nil {
-			return err
+	return p.tw.Flush()
+}
+
+// trimWriter writes lines without the spaces they end with: empty last
+// cells leave the padding of the cells before them.
+type trimWriter struct {
+	w    io.Writer
+	line []byte
+}
+
+// Write writes the lines p completes, each trimmed; the rest waits for its
+// newline.
+func (t *trimWriter) Write(p []byte) (int, error) {
+	t.line = append(t.line, p...)
+	for {
+		i := bytes.IndexByte(t.line, '\n')
+		if i < 0 {
+			return len(p), nil
 		}
+		if _, err := fmt.Fprintln(t.w, strings.TrimRight(string(t.line[:i]), " ")); err != nil {
+			return 0, err
+		}
+		t.line = t.line[i+1:]
 	}
-	return nil
 }
 
 // printNames writes the rows' objects as kubectl's -o name does:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/liggitt/tabwriter"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/printers"
 	kubectlget "k8s.io/kubectl/pkg/cmd/get"
@@ -19,6 +20,9 @@ type templateOutput struct {
 	// columns says the printer is custom-columns', which prints the
 	// objects of a table one by one, its header once.
 	columns bool
+	// tw is the writer of custom columns' lines, kept for the lines
+	// --watch prints later, so that they line up with the first.
+	tw *tabwriter.Writer
 }
 
 // newTemplateOutput returns the printer of the output format, as kubectl
@@ -65,7 +69,8 @@ func newTemplateOutput(output string, noHeaders bool) (*templateOutput, error) {
 	return nil, nil
 }
 
-// print writes the objects of t's rows through the template: for
+// print writes the objects of t's rows to w (the same w every time)
+// through the template: for
 // jsonpath, the object alone when one was named and it is a Kubernetes
 // object, a v1 List of them otherwise, as -o json prints them; for
 // custom columns, a line per object.
@@ -80,13 +85,15 @@ func (o *templateOutput) print(w io.Writer, t *Table, named bool) error {
 	}
 	if o.columns {
 		// One writer for all lines, so that their columns line up.
-		tw := printers.GetNewTabWriter(w)
+		if o.tw == nil {
+			o.tw = printers.GetNewTabWriter(w)
+		}
 		for _, u := range objs {
-			if err := o.printer.PrintObj(u, tw); err != nil {
+			if err := o.printer.PrintObj(u, o.tw); err != nil {
 				return err
 			}
 		}
-		return tw.Flush()
+		return o.tw.Flush()
 	}
 	if _, isObject := singleObject(t); named && isObject {
 		return o.printer.PrintObj(objs[0], w)
