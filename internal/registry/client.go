@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -15,7 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 
 	"github.com/uprev-dev/uprev/internal/outbound"
 )
@@ -51,7 +50,7 @@ type ScannerOptions struct {
 	Metrics *Metrics
 	// Clock is the time source of retry and rate-limit waits. Default: the
 	// wall clock.
-	Clock Clock
+	Clock clock.WithTicker
 	// DenyCIDRs are address ranges no registry connection may go to
 	// (--registry-deny-cidrs), checked on the resolved address when a
 	// connection is dialled. Empty denies nothing.
@@ -73,12 +72,12 @@ type ScannerOptions struct {
 // concurrent use.
 type Scanner struct {
 	opts  ScannerOptions
-	clock Clock
+	clock clock.WithTicker
+	// slots are the per-host request slots of every Client.
+	slots *outbound.HostSlots
 	// base is the transport of Clients without their own TLS or proxy
 	// settings, shared so that their connections are reused.
-	base  http.RoundTripper
-	mu    sync.Mutex
-	hosts map[string]*hostLimits
+	base http.RoundTripper
 }
 
 // NewScanner returns a Scanner configured by opts.
@@ -116,10 +115,11 @@ func NewScanner(opts ScannerOptions) *Scanner {
 	if opts.MaxTagListPages <= 0 {
 		opts.MaxTagListPages = DefaultMaxTagListPages
 	}
-	s := &Scanner{opts: opts, clock: opts.Clock, hosts: map[string]*hostLimits{}}
+	s := &Scanner{opts: opts, clock: opts.Clock}
 	if s.clock == nil {
-		s.clock = realClock{}
+		s.clock = clock.RealClock{}
 	}
+	s.slots = &outbound.HostSlots{PerHost: opts.MaxConcurrentPerHost, RequestsPerSecond: opts.RequestsPerSecond, Burst: opts.Burst, Clock: s.clock}
 	s.base = s.chain(s.opts.DenyCIDRs.Transport(), "")
 	return s
 }
@@ -141,22 +141,6 @@ const (
 // Access has no Timeout.
 const DefaultTimeout = time.Minute
 
-// limitsFor returns the limits of key (a host, and the proxy requests to it
-// go through; see proxyKey), making them on first use.
-func (s *Scanner) limitsFor(key string) *hostLimits {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	limits, ok := s.hosts[key]
-	if !ok {
-		limits = &hostLimits{slots: make(chan struct{}, s.opts.MaxConcurrentPerHost)}
-		if s.opts.RequestsPerSecond > 0 {
-			limits.limiter = rate.NewLimiter(rate.Limit(s.opts.RequestsPerSecond), s.opts.Burst)
-		}
-		s.hosts[key] = limits
-	}
-	return limits
-}
-
 // chain wraps base in the etiquette transports: retry outermost, so that a
 // request waiting to be retried holds no slot, then the per-host limits
 // (per host and proxy: via is the address of the proxy base goes through,
@@ -164,9 +148,9 @@ func (s *Scanner) limitsFor(key string) *hostLimits {
 func (s *Scanner) chain(base http.RoundTripper, via string) http.RoundTripper {
 	next := base
 	if s.opts.Metrics != nil {
-		next = &metricsTransport{next: next, metrics: s.opts.Metrics}
+		next = &metricsTransport{next: next, metrics: s.opts.Metrics, clock: s.clock}
 	}
-	next = &limitTransport{next: next, scanner: s, via: via}
+	next = s.slots.Wrap(next, via)
 	return &retryTransport{
 		next:        next,
 		clock:       s.clock,

@@ -1,39 +1,38 @@
 package registry
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
-// fakeClock records the waits asked of it and returns at once, moving its
-// time forward by each wait.
+// fakeClock records the waits asked of it and ends each at once, moving
+// its time forward by the wait.
 type fakeClock struct {
+	*clocktesting.FakeClock
 	mu     sync.Mutex
-	now    time.Time
 	sleeps []time.Duration
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	return &fakeClock{FakeClock: clocktesting.NewFakeClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))}
 }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+// NewTimer records d and returns a timer that has fired, the clock moved
+// past it.
+func (c *fakeClock) NewTimer(d time.Duration) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sleeps = append(c.sleeps, d)
-	c.now = c.now.Add(d)
-	return ctx.Err()
+	timer := c.FakeClock.NewTimer(d)
+	c.Step(d)
+	return timer
 }
 
 func (c *fakeClock) Sleeps() []time.Duration {

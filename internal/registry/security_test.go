@@ -255,7 +255,7 @@ func TestSlotsAreKeyedByProxy(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _, _ = slow.ListTags(t.Context(), r.Image("acme/agent")) }()
 	g.Eventually(func() int {
-		return len(s.limitsFor(proxyKey(r.Host(), strings.TrimPrefix(proxy.URL, "http://"))).slots)
+		return s.slots.InUse(outbound.HostKey(r.Host(), strings.TrimPrefix(proxy.URL, "http://")))
 	}).Should(Equal(1))
 
 	fast, err := s.Client(t.Context(), Access{Timeout: 5 * time.Second})

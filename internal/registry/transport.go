@@ -10,40 +10,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+
+	"github.com/uprev-dev/uprev/internal/outbound"
 )
-
-// Clock is the time source of the retry and rate-limit waits. Tests inject
-// one that does not wait in real time.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-	// Sleep waits for d, or until ctx is done and then returns ctx.Err().
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-// realClock is the wall clock.
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // retryTransport retries requests answered 429 Too Many Requests, 502, 503
 // or 504, waiting as long as the Retry-After header says, or with
@@ -52,7 +25,7 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 // to the caller, whose next scan comes later anyway.
 type retryTransport struct {
 	next        http.RoundTripper
-	clock       Clock
+	clock       clock.WithTicker
 	maxAttempts int
 	baseBackoff time.Duration
 	maxBackoff  time.Duration
@@ -77,7 +50,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
-		if err := t.clock.Sleep(req.Context(), wait); err != nil {
+		if err := outbound.Sleep(req.Context(), t.clock, wait); err != nil {
 			return nil, fmt.Errorf("waiting %s to retry %s %s after HTTP %d: %w", wait, req.Method, req.URL.Redacted(), resp.StatusCode, err)
 		}
 		retry := req.Clone(req.Context())
@@ -128,98 +101,21 @@ func retryAfter(value string, now time.Time) (time.Duration, bool) {
 	return max(when.Sub(now), 0), true
 }
 
-// hostLimits bounds the requests to one registry host: at most cap(slots)
-// at a time and, when limiter is set, at most its rate.
-type hostLimits struct {
-	slots   chan struct{}
-	limiter *rate.Limiter
-}
-
-// limitTransport applies the per-host limits of its Scanner, keyed by the
-// host and the proxy (via) the requests go through: a tenant's proxy that
-// never answers holds its own slots, not those of everyone else using the
-// registry. A slot is held until the response body is read to the end or
-// closed.
-type limitTransport struct {
-	next    http.RoundTripper
-	scanner *Scanner
-	via     string
-}
-
-// proxyKey is the key of the per-host limits of requests to host through
-// the proxy via (empty for none).
-func proxyKey(host, via string) string {
-	if via == "" {
-		return host
-	}
-	return host + " via " + via
-}
-
-func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	limits := t.scanner.limitsFor(proxyKey(req.URL.Host, t.via))
-	select {
-	case limits.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for a free connection slot to %s: %w", req.URL.Host, ctx.Err())
-	}
-	release := func() { <-limits.slots }
-	if limits.limiter != nil {
-		now := t.scanner.clock.Now()
-		reservation := limits.limiter.ReserveN(now, 1)
-		if delay := reservation.DelayFrom(now); delay > 0 {
-			if err := t.scanner.clock.Sleep(ctx, delay); err != nil {
-				reservation.CancelAt(t.scanner.clock.Now())
-				release()
-				return nil, fmt.Errorf("waiting for the rate limit of %s: %w", req.URL.Host, err)
-			}
-		}
-	}
-	resp, err := t.next.RoundTrip(req)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
-	return resp, nil
-}
-
-// releasingBody calls release once, when the body is read to its end or
-// closed, whichever comes first.
-type releasingBody struct {
-	io.ReadCloser
-	once    sync.Once
-	release func()
-}
-
-func (b *releasingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.once.Do(b.release)
-	}
-	return n, err
-}
-
-func (b *releasingBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(b.release)
-	return err
-}
-
 // metricsTransport records every attempt in Metrics.
 type metricsTransport struct {
 	next    http.RoundTripper
 	metrics *Metrics
+	clock   clock.PassiveClock
 }
 
 func (t *metricsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	start := time.Now()
+	start := t.clock.Now()
 	resp, err := t.next.RoundTrip(req)
 	code := "error"
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
 	}
-	t.metrics.observe(req.URL.Host, code, time.Since(start))
+	t.metrics.observe(req.URL.Host, code, t.clock.Since(start))
 	return resp, err
 }
 
