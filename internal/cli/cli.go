@@ -112,6 +112,8 @@ func NewRootCommand(opts Options) *cobra.Command {
 	)
 	root.AddCommand(
 		newRunCommand(),
+		newInstallCommand(opts),
+		newCheckCommand(opts),
 		newGetCommand(opts),
 		newPlanCommand(opts),
 		newReconcileCommand(opts),

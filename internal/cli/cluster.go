@@ -32,12 +32,10 @@ func newClusterFlags(fs *pflag.FlagSet) *clusterFlags {
 // serves and can watch them; the API server's warnings go to warnings, as
 // kubectl prints them.
 func (f *clusterFlags) client(warnings io.Writer) (client.WithWatch, error) {
-	cfg, err := f.config.ToRESTConfig()
+	cfg, err := f.restConfig(warnings)
 	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig: %w", err)
+		return nil, err
 	}
-	cfg.UserAgent = "uprev/" + version.Version()
-	cfg.WarningHandler = rest.NewWarningWriter(warnings, rest.WarningWriterOptions{Deduplicate: true})
 	scheme, err := controllers.NewScheme()
 	if err != nil {
 		return nil, err
@@ -47,6 +45,18 @@ func (f *clusterFlags) client(warnings io.Writer) (client.WithWatch, error) {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}
 	return c, nil
+}
+
+// restConfig returns the configuration that reaches the cluster, with
+// uprev's user agent; the API server's warnings go to warnings.
+func (f *clusterFlags) restConfig(warnings io.Writer) (*rest.Config, error) {
+	cfg, err := f.config.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "uprev/" + version.Version()
+	cfg.WarningHandler = rest.NewWarningWriter(warnings, rest.WarningWriterOptions{Deduplicate: true})
+	return cfg, nil
 }
 
 // namespace returns the namespace the command works in: -n, else the

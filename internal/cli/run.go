@@ -106,6 +106,8 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 		"Comma-separated controllers to run: image (ImageRepository, ImagePolicy), automation (UpdateAutomation), sync (Sync).")
 	fs.StringVar(&o.opts.StoragePath, "storage-path", "/data", "Directory for the tag store and the kept Git clones.")
 	fs.IntVar(&o.opts.Concurrency, "concurrent", 4, "The number of objects of one kind reconciled at once.")
+	fs.DurationVar(&o.opts.MinInterval, "min-interval", 10*time.Second,
+		"The shortest time between two runs of an object: one whose spec.interval is shorter (Flux's kinds have no floor in their schemas) runs at most once per this; 0 turns the floor off.")
 	// Kept so that managers started with it still start: Git work now takes
 	// shares of the workers, as registry scans do (docs/operations.md).
 	fs.Int("git-sessions-per-namespace", 2, "Ignored: one Git server and one namespace hold at most half the workers of a kind in Git work.")
@@ -119,6 +121,13 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.opts.Webhook.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "The Secret, in each receiver's namespace, whose key `token` authenticates its notifications.")
 	fs.StringVar(&o.opts.DefaultServiceAccount, "default-service-account", "",
 		"The service account, in each Sync's namespace, that a Sync without serviceAccountName impersonates to apply to the local cluster; empty means the manager's own account.")
+}
+
+// leaderElectionID is the name of the manager's leader election Lease: one
+// per set of controllers and watch selector, so that shards elect apart.
+// `uprev check` finds the Lease with it.
+func (o *managerOptions) leaderElectionID() string {
+	return leaderelection.GenerateID("uprev", o.enabled, o.watchSelector)
 }
 
 // metricsOptions are the metrics server's: with --metrics-secure, HTTPS
@@ -176,7 +185,7 @@ func (o *managerOptions) run(ctx context.Context) error {
 	mgrOpts.HealthProbeBindAddress = o.probeAddr
 	mgrOpts.PprofBindAddress = o.pprofAddr
 	mgrOpts.LeaderElection = o.leaderOpts.Enable
-	mgrOpts.LeaderElectionID = leaderelection.GenerateID("uprev", o.enabled, o.watchSelector)
+	mgrOpts.LeaderElectionID = o.leaderElectionID()
 	mgrOpts.LeaderElectionNamespace = o.leaderNS
 	mgrOpts.LeaderElectionReleaseOnCancel = o.leaderOpts.ReleaseOnCancel
 	mgrOpts.LeaseDuration = &leaseDuration
