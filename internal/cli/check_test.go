@@ -222,3 +222,22 @@ func createEndpoints(t *testing.T, c client.Client, name string, ready bool) {
 		t.Fatalf("creating the EndpointSlice of %s: %v", name, err)
 	}
 }
+
+func TestCheckKubernetesVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version, want string
+		failed        bool
+	}{
+		{"v1.36.4", "✔ Kubernetes 1.36.4 >=1.29.0\n", false},
+		{"v1.29.0-eks-1a2b3c", "✔ Kubernetes 1.29.0 >=1.29.0\n", false},
+		{"v1.28.15+k3s1", "✗ Kubernetes 1.28.15 <1.29.0: uprev needs 1.29.0 or later (docs/install.md, Supported versions)\n", true},
+		{"not-a-version", "✗ Kubernetes version \"not-a-version\": could not parse \"not-a-version\" as version\n", true},
+	} {
+		g := NewWithT(t)
+		var out strings.Builder
+		log := &checkLog{w: &out}
+		checkKubernetesVersion(log, tc.version)
+		g.Expect(out.String()).To(Equal(tc.want), tc.version)
+		g.Expect(log.failed).To(Equal(tc.failed), tc.version)
+	}
+}
