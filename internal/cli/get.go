@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -163,6 +164,7 @@ func newGetCommand(opts Options) *cobra.Command {
 	}
 	fs := cmd.PersistentFlags()
 	o.cluster = newClusterFlags(fs)
+	completeNamespaces(cmd, o.cluster)
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "List in every namespace; the NAMESPACE column comes first.")
 	fs.StringVarP(&o.output, "output", "o", "", "Output format: "+outputFormats+", as kubectl's; default: a table.")
 	fs.StringVarP(&o.selector, "selector", "l", "", "Label selector: list only the objects whose labels match, as kubectl's -l (holds: of the automations that match).")
@@ -195,6 +197,16 @@ func (o *getOptions) nounCommand(n Noun, opts Options) *cobra.Command {
 		Short:   n.Short,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			return o.get(cmd.Context(), opts, n, names)
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if o.allNamespaces { // no names with -A
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var kinds []func() runtime.Object
+			for _, list := range n.watched() {
+				kinds = append(kinds, func() runtime.Object { return list })
+			}
+			return completeNames(o.cluster, false, kinds...)(cmd, args, toComplete)
 		},
 	}
 }

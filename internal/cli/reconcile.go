@@ -12,6 +12,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -202,6 +203,7 @@ func newObjectVerbCommand(opts Options, verb objectVerb) *cobra.Command {
 		},
 	}
 	o.cluster = newClusterFlags(cmd.PersistentFlags())
+	completeNamespaces(cmd, o.cluster)
 	if verb.canWait {
 		cmd.PersistentFlags().BoolVar(&o.wait, "wait", false, "Wait until the controller handled the request and a Sync's rollout went through all its waves; fail when the object is not Ready then.")
 		cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "How long --wait waits.")
@@ -215,6 +217,7 @@ func newObjectVerbCommand(opts Options, verb objectVerb) *cobra.Command {
 			RunE: func(cmd *cobra.Command, names []string) error {
 				return o.run(cmd.Context(), opts, verb, k, names)
 			},
+			ValidArgsFunction: completeNames(o.cluster, false, func() runtime.Object { return k.newObject() }),
 		})
 	}
 	return cmd

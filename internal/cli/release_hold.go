@@ -8,6 +8,7 @@ import (
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -59,6 +60,9 @@ func newReleaseHoldCommand(opts Options) *cobra.Command {
 		},
 	}
 	o.cluster = newClusterFlags(cmd.Flags())
+	completeNamespaces(cmd, o.cluster)
+	cmd.ValidArgsFunction = completeNames(o.cluster, true,
+		func() runtime.Object { return &uprevv1.UpdateAutomationList{} }, func() runtime.Object { return &iacv1.ImageUpdateAutomationList{} })
 	return cmd
 }
 
