@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,6 +47,8 @@ func newTemplateOutput(output string, noHeaders bool) (*templateOutput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parsing the jsonpath template %q: %w", tmpl, err)
 		}
+		// As kubectl's --allow-missing-template-keys, true by default.
+		p.AllowMissingKeys(true)
 		return &templateOutput{printer: p}, nil
 	case "custom-columns":
 		p, err := kubectlget.NewCustomColumnsPrinterFromSpec(arg, unstructured.UnstructuredJSONScheme, noHeaders)
@@ -119,4 +122,22 @@ func toUnstructured(obj any) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("decoding %T: %w", obj, err)
 	}
 	return u, nil
+}
+
+// render returns what the template prints of obj alone, without a
+// header: what --watch compares to tell whether an object's row changed.
+func (o *templateOutput) render(obj any) string {
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return err.Error()
+	}
+	p := o.printer
+	if columns, ok := p.(*kubectlget.CustomColumnsPrinter); ok {
+		p = &kubectlget.CustomColumnsPrinter{Columns: columns.Columns, Decoder: columns.Decoder, NoHeaders: true}
+	}
+	var b bytes.Buffer
+	if err := p.PrintObj(u, &b); err != nil {
+		return err.Error()
+	}
+	return b.String()
 }

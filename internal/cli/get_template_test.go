@@ -38,6 +38,10 @@ func TestGetTemplates(t *testing.T) {
 			want: syncRevision + "\n",
 		},
 		{
+			args: []string{"get", "policies", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.latestRef.tag}{"\n"}{end}`},
+			want: table("agent=1.4.2", "kms="),
+		},
+		{
 			args: []string{"get", "policies", "-o", "jsonpath-file=" + jsonpathFile},
 			want: table("ImagePolicy/agent", "ImagePolicy/kms"),
 		},

@@ -133,9 +133,9 @@ func (o *getOptions) watchRows(ctx context.Context, opts Options, c client.WithW
 }
 
 // shownRows returns what o prints of t's rows, by the object each comes
-// from (holds: the automation): for tables, their cells; else their
-// objects, as JSON, so that -o yaml prints every change of an object as
-// kubectl does.
+// from (holds: the automation): for tables, their cells; for templates,
+// what they print; else their objects, as JSON, so that -o yaml prints
+// every change of an object as kubectl does.
 func (o *getOptions) shownRows(t *Table) map[types.NamespacedName]string {
 	shown := map[types.NamespacedName]string{}
 	for _, r := range t.Rows {
@@ -147,9 +147,12 @@ func (o *getOptions) shownRows(t *Table) map[types.NamespacedName]string {
 			key.Name = obj.Automation
 		}
 		var b strings.Builder
-		if o.template == nil && (o.output == outputTable || o.output == outputWide) {
+		switch {
+		case o.template != nil:
+			b.WriteString(o.template.render(r.Object))
+		case o.output == outputTable || o.output == outputWide:
 			b.WriteString(strings.Join(r.Cells, "\x00"))
-		} else {
+		default:
 			j, err := json.Marshal(r.Object)
 			if err != nil {
 				j = []byte(err.Error())

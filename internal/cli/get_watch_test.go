@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -86,4 +87,33 @@ func TestWatchFromEmpty(t *testing.T) {
 
 	cancel()
 	g.Eventually(done).Should(Receive(Equal(0)))
+}
+
+// TestWatchCustomColumns shows --watch with -o custom-columns: the lines of
+// changed objects line up with the first ones, and a change that leaves
+// the columns as they were prints nothing.
+func TestWatchCustomColumns(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	createFleet(t, ns)
+	ctx, cancel := context.WithCancel(t.Context())
+	stdout, stderr, done := watchGet(t, ctx, "get", "policies", "-n", ns, "-o", "custom-columns=NAME:.metadata.name,TAG:.status.latestRef.tag")
+	g.Eventually(stdout.String).Should(Equal(table("NAME    TAG", "agent   1.4.2", "kms     <none>")))
+
+	agent := &imagev1.ImagePolicy{}
+	agent.Namespace, agent.Name = ns, "agent"
+	get(t, agent)
+	metav1.SetMetaDataAnnotation(&agent.ObjectMeta, "example.com/note", "nothing shown changes")
+	g.Expect(k8s.Update(t.Context(), agent)).To(Succeed())
+	kms := &imagev1.ImagePolicy{}
+	kms.Namespace, kms.Name = ns, "kms"
+	get(t, kms)
+	kms.Status.LatestRef = &imagev1.ImageRef{Name: "registry.example.com/kms", Tag: "2.0.1"}
+	g.Expect(k8s.Status().Update(t.Context(), kms)).To(Succeed())
+
+	g.Eventually(stdout.String).Should(Equal(table("NAME    TAG", "agent   1.4.2", "kms     <none>", "kms     2.0.1")))
+
+	cancel()
+	g.Eventually(done).Should(Receive(Equal(0)))
+	g.Expect(stderr.String()).To(BeEmpty())
 }
