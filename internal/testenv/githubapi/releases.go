@@ -22,6 +22,7 @@ type Release struct {
 	HTMLURL    string `json:"html_url"`
 	Draft      bool   `json:"draft"`
 	Prerelease bool   `json:"prerelease"`
+	Body       string `json:"body,omitempty"`
 }
 
 // Releases is a stand-in for GitHub's "List releases" endpoint
@@ -31,7 +32,8 @@ type Release struct {
 // answer, and 304 Not Modified for a request whose If-None-Match matches it,
 // which does not count against the rate limit; X-RateLimit-Limit,
 // -Remaining, -Used and -Reset on every answer, and 403 "API rate limit
-// exceeded" once the limit is used up. With a token set, a request without
+// exceeded" once the limit is used up. It answers under /api/v3/ too, as
+// GitHub Enterprise Server does. With a token set, a request without
 // `Authorization: Bearer <token>` is answered 401.
 type Releases struct {
 	// URL is the API's base URL (the githubReleases.url of a source).
@@ -96,7 +98,7 @@ func (r *Releases) serve(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusUnauthorized, "Bad credentials")
 		return
 	}
-	rest, ok := strings.CutPrefix(req.URL.Path, "/repos/")
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(req.URL.Path, "/api/v3"), "/repos/")
 	repository, ok2 := strings.CutSuffix(rest, "/releases")
 	releases, known := r.repos[repository]
 	if req.Method != http.MethodGet || !ok || !ok2 || !known {

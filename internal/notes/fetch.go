@@ -1,0 +1,228 @@
+package notes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v87/github"
+	"k8s.io/utils/clock"
+
+	"github.com/uprev-dev/uprev/internal/outbound"
+)
+
+// Limits of a fetch.
+const (
+	// maxAnswerBytes bounds one answer of a forge's API.
+	maxAnswerBytes = 16 << 20
+	// maxPages bounds the release pages read for one change.
+	maxPages = 10
+	// perPage is the releases asked for per page, the most GitHub gives.
+	perPage = 100
+	// maxCached bounds the changes whose releases are kept.
+	maxCached = 512
+	// failureTTL is how long a failed fetch is remembered, so that a
+	// forge that fails is not asked again at every run.
+	failureTTL = 10 * time.Minute
+)
+
+// API is a forge's API that serves a source host's releases.
+type API struct {
+	// URL is GitHub's REST API root: https://api.github.com/, or a GitHub
+	// Enterprise Server's https://<host>/api/v3/ (added when missing).
+	URL string
+	// Token authenticates the calls, when set; it is sent only in a header.
+	Token string
+}
+
+// Fetcher fetches the releases between two versions of a source and
+// keeps them per source and versions, so that a release page is read once
+// across runs. It is safe for concurrent use.
+type Fetcher struct {
+	client *http.Client
+	clock  clock.PassiveClock
+	apis   map[string]API
+
+	mu      sync.Mutex
+	cache   map[string]cached
+	order   []string
+	fetched int
+}
+
+// cached is the outcome of one fetch.
+type cached struct {
+	releases []Release
+	err      error
+	at       time.Time
+}
+
+// NewFetcher returns a Fetcher that calls the APIs of apis (by the host of
+// a source's web address; github.com is GitHub's public API unless set)
+// through client, the outbound layer's (outbound.Denylist.Client), with
+// the deny list and a deadline. clk tells when a failure may be retried.
+func NewFetcher(client *http.Client, clk clock.PassiveClock, apis map[string]API) *Fetcher {
+	c := outbound.NewClient(boundedTransport{next: client.Transport}, client.CheckRedirect)
+	c.Timeout = client.Timeout
+	all := map[string]API{"github.com": {URL: "https://api.github.com/"}}
+	for host, api := range apis {
+		all[host] = api
+	}
+	return &Fetcher{client: c, clock: clk, apis: all, cache: map[string]cached{}}
+}
+
+// Pages returns the number of release pages fetched so far.
+func (f *Fetcher) Pages() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fetched
+}
+
+// ErrNoAPI is wrapped by the error of a source whose host has no known
+// releases API.
+var ErrNoAPI = errors.New("no releases API known for the source's host")
+
+// Releases returns the releases of the source repository (its web
+// address, such as https://github.com/acme/agent) after version old up to
+// version new, newest first, each body within MaxChangeBytes.
+func (f *Fetcher) Releases(ctx context.Context, source, old, new string) ([]Release, error) {
+	key := source + "\x00" + old + "\x00" + new
+	f.mu.Lock()
+	c, ok := f.cache[key]
+	f.mu.Unlock()
+	if ok && (c.err == nil || f.clock.Since(c.at) < failureTTL) {
+		return c.releases, c.err
+	}
+	releases, err := f.fetch(ctx, source, old, new)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.cache[key]; !ok {
+		f.order = append(f.order, key)
+	}
+	f.cache[key] = cached{releases: releases, err: err, at: f.clock.Now()}
+	for len(f.order) > maxCached {
+		delete(f.cache, f.order[0])
+		f.order = f.order[1:]
+	}
+	return releases, err
+}
+
+// fetch reads the GitHub releases of source page by page, newest first,
+// until a page reaches the old version.
+func (f *Fetcher) fetch(ctx context.Context, source, old, new string) ([]Release, error) {
+	host, owner, repo, err := repository(source)
+	if err != nil {
+		return nil, err
+	}
+	api, ok := f.apis[host]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoAPI, host)
+	}
+	opts := []github.ClientOptionsFunc{github.WithHTTPClient(f.client)}
+	if api.Token != "" {
+		opts = append(opts, github.WithAuthToken(api.Token))
+	}
+	if strings.TrimSuffix(api.URL, "/") != "https://api.github.com" {
+		opts = append(opts, github.WithEnterpriseURLs(api.URL, api.URL))
+	}
+	client, err := github.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("GitHub API %q: %w", api.URL, err)
+	}
+	span := newSpan(old, new)
+	var out []Release
+	for page := 1; page <= maxPages; page++ {
+		list, resp, err := client.Repositories.ListReleases(ctx, owner, repo, &github.ListOptions{Page: page, PerPage: perPage})
+		f.mu.Lock()
+		f.fetched++
+		f.mu.Unlock()
+		if err != nil {
+			return nil, fmt.Errorf("listing the releases of %s/%s: %w", owner, repo, err)
+		}
+		done := false
+		for _, r := range list {
+			if r.GetDraft() {
+				continue
+			}
+			in, past := span.place(r.GetTagName())
+			if in {
+				out = append(out, Release{Tag: r.GetTagName(), Name: r.GetName(), URL: r.GetHTMLURL(), Body: cutAtLine(r.GetBody(), MaxChangeBytes)})
+			}
+			done = done || past
+		}
+		if done || resp.NextPage == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// repository splits a source's web address into host, owner and name.
+func repository(source string) (host, owner, name string, err error) {
+	u, err := url.Parse(strings.TrimSpace(source))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", "", "", fmt.Errorf("source %q is not an http(s) address", source)
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", "", fmt.Errorf("source %q does not name a repository (host/owner/name)", source)
+	}
+	return u.Host, parts[0], strings.TrimSuffix(parts[1], ".git"), nil
+}
+
+// CompareURL is the web page that compares two revisions of source, or ""
+// when either is unknown or source is not a repository's address.
+func CompareURL(source, oldRevision, newRevision string) string {
+	if oldRevision == "" || newRevision == "" || oldRevision == newRevision {
+		return ""
+	}
+	host, owner, name, err := repository(source)
+	if err != nil || !isRevision(oldRevision) || !isRevision(newRevision) {
+		return ""
+	}
+	return fmt.Sprintf("https://%s/%s/%s/compare/%s...%s", host, owner, name, oldRevision, newRevision)
+}
+
+// isRevision says whether s is a commit hash.
+func isRevision(s string) bool {
+	if len(s) < 7 || len(s) > 64 {
+		return false
+	}
+	return strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
+}
+
+// boundedTransport refuses an answer longer than maxAnswerBytes.
+type boundedTransport struct{ next http.RoundTripper }
+
+// RoundTrip sends req and bounds the answer's body.
+func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &boundedBody{r: io.LimitReader(resp.Body, maxAnswerBytes+1), c: resp.Body}
+	return resp, nil
+}
+
+// boundedBody fails a read past maxAnswerBytes.
+type boundedBody struct {
+	r io.Reader
+	c io.Closer
+	n int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.n > maxAnswerBytes {
+		return n, fmt.Errorf("answer larger than %d MiB", maxAnswerBytes>>20)
+	}
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.c.Close() }
