@@ -52,7 +52,20 @@ func checkInert(t *testing.T, out string) {
 	if trailers := guard.ParseUpdateTrailers(out); len(trailers) > 0 {
 		t.Errorf("holds Uprev-Update trailers %v:\n%s", trailers, out)
 	}
+	var refs []string
+	for _, ref := range characterRef.FindAllString(out, -1) {
+		if ref != "&lt;" && ref != "&amp;" {
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) > 0 {
+		t.Errorf("holds character references %q, which render as the characters they name:\n%s", refs, out)
+	}
+	fences := 0
 	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~") {
+			fences++
+		}
 		if strings.HasPrefix(line, "Uprev-") || strings.HasPrefix(line, "Opened by uprev") || line == "---" {
 			t.Errorf("line %q reads as uprev's own:\n%s", line, out)
 		}
@@ -60,7 +73,14 @@ func checkInert(t *testing.T, out string) {
 			t.Errorf("line %q holds a control or bidi character", line)
 		}
 	}
+	if fences%2 != 0 {
+		t.Errorf("an unclosed code fence swallows what follows it:\n%s", out)
+	}
 }
+
+// characterRef matches an HTML character reference that is not one of
+// Sanitize's own escapes.
+var characterRef = regexp.MustCompile(`&(#[0-9]+|#x[0-9a-f]+|[a-z]+);`)
 
 // TestRenderBounds: each change's notes stay within 64 KiB and the whole
 // within the budget; what is cut ends at a line, with a link to the rest.
