@@ -26,7 +26,7 @@ func TestTargetAppliersShareByConnection(t *testing.T) {
 	var made int
 	newApplier := func() (*apply.Applier, error) {
 		made++
-		return apply.NewApplier(&rest.Config{Host: "https://127.0.0.1:1"})
+		return apply.NewApplier(&rest.Config{Host: "https://127.0.0.1:1"}, nil)
 	}
 	var kept targetAppliers
 	a, b := types.NamespacedName{Namespace: "team-a", Name: "fleet"}, types.NamespacedName{Namespace: "team-b", Name: "fleet"}

@@ -287,7 +287,7 @@ func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target up
 			return nil, stalledf(uprevv1.KubeConfigRefusedReason, "secret %s/%s: %w", s.Namespace, target.KubeConfig.SecretRef.Name, err)
 		}
 	}
-	a, err := r.appliers.put(syncKey, target.Name, key, conn, func() (*apply.Applier, error) { return apply.NewApplier(config) })
+	a, err := r.appliers.put(syncKey, target.Name, key, conn, func() (*apply.Applier, error) { return apply.NewApplier(config, r.Clock) })
 	if err != nil {
 		return nil, fmt.Errorf("connecting to target %s: %w", target.Name, err)
 	}

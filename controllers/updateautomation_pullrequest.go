@@ -154,7 +154,7 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 		return err
 	}
 	repo, _ := pullRequestRepository(auto)
-	f, err := forge.New(forge.Config{Provider: forge.Provider(spec.Provider), URL: spec.URL, Repository: repo, Token: token, HTTPClient: r.Forges})
+	f, err := forge.New(forge.Config{Provider: forge.Provider(spec.Provider), URL: spec.URL, Repository: repo, Token: token, HTTPClient: r.Forges, Clock: r.Clock})
 	if err != nil {
 		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.push.pullRequest: %w", err))
 	}

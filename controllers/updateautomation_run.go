@@ -285,6 +285,7 @@ func (r *UpdateAutomationReconciler) writeBack(ctx context.Context, run *automat
 		Signer:      signer,
 		PushOptions: run.front.pushOptions,
 		AlsoPushTo:  run.front.alsoPushTo,
+		Clock:       r.Clock,
 	}
 	// The edit runs again on the new tip after a rejected push: its rules
 	// come from the history of that tip, so that a revert pushed in

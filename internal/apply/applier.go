@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -126,8 +127,8 @@ var ErrWaitCancelled = errors.New("health wait cancelled")
 type Applier struct {
 	config *rest.Config
 	mapper meta.RESTMapper
-	// now is the clock that ages remembered versions.
-	now func() time.Time
+	// clock ages remembered versions.
+	clock clock.PassiveClock
 
 	mu         sync.Mutex
 	identities map[string]*identity
@@ -141,8 +142,12 @@ type identity struct {
 
 // NewApplier returns an Applier for the cluster that config reaches. It
 // does not contact the cluster: an unreachable cluster shows as an
-// *UnreachableError from Apply.
-func NewApplier(config *rest.Config) (*Applier, error) {
+// *UnreachableError from Apply. clk ages the versions it remembers; nil
+// means the wall clock.
+func NewApplier(config *rest.Config, clk clock.PassiveClock) (*Applier, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	cfg := rest.CopyConfig(config)
 	cfg.QPS = clientQPS
 	cfg.Burst = clientBurst
@@ -154,7 +159,7 @@ func NewApplier(config *rest.Config) (*Applier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating REST mapper: %w", err)
 	}
-	return &Applier{config: cfg, mapper: mapper, now: time.Now, identities: map[string]*identity{}}, nil
+	return &Applier{config: cfg, mapper: mapper, clock: clk, identities: map[string]*identity{}}, nil
 }
 
 // identityFor returns the resource manager and remembered versions of the
@@ -270,7 +275,7 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 	if err != nil {
 		return result, err
 	}
-	now := a.now()
+	now := a.clock.Now()
 	hits := ident.versions.unchanged(set, hashes, live, crdScopes, now)
 	var diffed []*unstructured.Unstructured
 	for _, o := range set {

@@ -124,7 +124,7 @@ func BenchmarkNoChangeApply1000(b *testing.B) {
 func BenchmarkApply1000ThreeClusters(b *testing.B) {
 	appliers := []*Applier{testApplier}
 	for _, c := range startExtraClusters(b, 2) {
-		a, err := NewApplier(c.Config)
+		a, err := NewApplier(c.Config, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func remoteAppliers(b *testing.B, n int) []*Applier {
 			b.Fatal(err)
 		}
 		cfg.Host = "https://" + latency.Start(b, u.Host, remoteDelay).Addr()
-		a, err := NewApplier(cfg)
+		a, err := NewApplier(cfg, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

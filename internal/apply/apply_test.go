@@ -215,7 +215,7 @@ func TestApplyImpersonatesServiceAccount(t *testing.T) {
 func TestApplyUnreachableCluster(t *testing.T) {
 	g := NewWithT(t)
 	// Nothing listens on port 1.
-	applier, err := NewApplier(&rest.Config{Host: "https://127.0.0.1:1", BearerToken: "s3cr3t-token"})
+	applier, err := NewApplier(&rest.Config{Host: "https://127.0.0.1:1", BearerToken: "s3cr3t-token"}, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	objects := manifests(t, map[string]string{"cm.yaml": fmt.Sprintf(configMapYAML, "settings", "default", "a")})
 

@@ -48,7 +48,7 @@ func run(m *testing.M) int {
 			stop(c)
 		}
 	}()
-	if testApplier, err = NewApplier(testCluster.Config); err != nil {
+	if testApplier, err = NewApplier(testCluster.Config, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

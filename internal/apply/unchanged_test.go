@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // requestCounts are the requests an Applier sent, by what they do;
@@ -80,7 +81,7 @@ func countingApplier(t *testing.T) (*Applier, *requestCounter) {
 			return rt.RoundTrip(r)
 		})
 	}
-	a, err := NewApplier(cfg)
+	a, err := NewApplier(cfg, nil)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return a, counts
 }
@@ -256,18 +257,18 @@ func TestRememberedVersionsAreVerifiedAgain(t *testing.T) {
 	ns := newNamespace(t)
 	objects := tenObjects(t, ns)
 	applier, counts := countingApplier(t)
-	now := time.Now()
-	applier.now = func() time.Time { return now }
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	applier.clock = clk
 	result, err := applier.Apply(ctx, objects, nil, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	counts.take()
 
-	now = now.Add(reverifyAfter - time.Second)
+	clk.SetTime(clk.Now().Add(reverifyAfter - time.Second))
 	_, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(counts.take()).To(Equal(requestCounts{lists: 2}))
 
-	now = now.Add(time.Second)
+	clk.SetTime(clk.Now().Add(time.Second))
 	result, err = applier.Apply(ctx, objects, result.Inventory, Options{Owner: testOwner, Prune: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(result.Unchanged()).To(HaveLen(10))
@@ -303,7 +304,7 @@ func TestVersionsAreRememberedPerIdentity(t *testing.T) {
 	// Wait, with another Applier, until the service account may do what
 	// it needs.
 	opts := Options{Owner: testOwner, ServiceAccount: "deployer", ServiceAccountNamespace: ns}
-	other, err := NewApplier(testCluster.Config)
+	other, err := NewApplier(testCluster.Config, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func(g Gomega) {
 		_, err := other.Apply(ctx, objects, nil, opts)

@@ -10,6 +10,8 @@
 package forge
 
 import (
+	"k8s.io/utils/clock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -96,6 +98,9 @@ type Config struct {
 	// (outbound.Denylist.Client), so that the operator's deny list and a
 	// deadline apply to every call to a forge a tenant names.
 	HTTPClient *http.Client
+	// Clock tells the time, for the waits a rate limit's reset asks for;
+	// nil means the wall clock.
+	Clock clock.PassiveClock
 }
 
 // ErrInvalidConfig is wrapped by the errors of a Config that cannot work.
@@ -109,6 +114,9 @@ func New(cfg Config) (Forge, error) {
 	}
 	if cfg.HTTPClient == nil {
 		return nil, fmt.Errorf("%w: no HTTP client (forge calls go through the outbound layer)", ErrInvalidConfig)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	switch cfg.Provider {
 	case GitHub:
@@ -185,12 +193,12 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 }
 
 // apiError makes an APIError from a library error and the HTTP response it
-// came with, if any.
-func apiError(op string, resp *http.Response, err error) error {
+// came with, if any, at now.
+func apiError(op string, resp *http.Response, err error, now time.Time) error {
 	e := &APIError{Op: op, Err: err}
 	if resp != nil {
 		e.StatusCode = resp.StatusCode
-		e.RetryAfter = retryAfter(resp.Header, time.Now())
+		e.RetryAfter = retryAfter(resp.Header, now)
 		e.RateLimited = resp.StatusCode == http.StatusTooManyRequests ||
 			(resp.StatusCode == http.StatusForbidden && resp.Header.Get("X-RateLimit-Remaining") == "0")
 	}

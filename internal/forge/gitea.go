@@ -47,20 +47,20 @@ func (f *giteaForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpec
 			Title: spec.Title, Body: &spec.Body, Labels: mergeLabels(existing, labels),
 		})
 		if err != nil {
-			return PullRequest{}, giteaError(fmt.Sprintf("updating pull request #%d", existing.Index), resp, err)
+			return PullRequest{}, f.giteaError(fmt.Sprintf("updating pull request #%d", existing.Index), resp, err)
 		}
 	} else {
 		pr, resp, err = client.CreatePullRequest(f.owner, f.name, gitea.CreatePullRequestOption{
 			Head: spec.Head, Base: spec.Base, Title: spec.Title, Body: spec.Body, Labels: labels,
 		})
 		if err != nil {
-			return PullRequest{}, giteaError("opening a pull request", resp, err)
+			return PullRequest{}, f.giteaError("opening a pull request", resp, err)
 		}
 	}
 	if len(spec.Reviewers) > 0 {
 		resp, err := client.CreateReviewRequests(f.owner, f.name, pr.Index, gitea.PullReviewRequestOptions{Reviewers: spec.Reviewers})
 		if err != nil {
-			return PullRequest{}, giteaError(fmt.Sprintf("requesting reviewers of pull request #%d", pr.Index), resp, err)
+			return PullRequest{}, f.giteaError(fmt.Sprintf("requesting reviewers of pull request #%d", pr.Index), resp, err)
 		}
 	}
 	return PullRequest{Number: pr.Index, URL: pr.HTMLURL, State: giteaState(pr), Created: created}, nil
@@ -75,7 +75,7 @@ func (f *giteaForge) openPullRequest(client *gitea.Client, spec PullRequestSpec)
 			ListOptions: gitea.ListOptions{Page: page, PageSize: 50}, State: gitea.StateOpen,
 		})
 		if err != nil {
-			return nil, giteaError("listing open pull requests", resp, err)
+			return nil, f.giteaError("listing open pull requests", resp, err)
 		}
 		for _, pr := range prs {
 			if pr.State == gitea.StateOpen && pr.Head != nil && pr.Base != nil && pr.Head.Ref == spec.Head && pr.Base.Ref == spec.Base {
@@ -98,7 +98,7 @@ func (f *giteaForge) labelIDs(client *gitea.Client, names []string) ([]int64, er
 	for page := 1; ; page++ {
 		labels, resp, err := client.ListRepoLabels(f.owner, f.name, gitea.ListLabelsOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: 50}})
 		if err != nil {
-			return nil, giteaError("listing labels", resp, err)
+			return nil, f.giteaError("listing labels", resp, err)
 		}
 		for _, l := range labels {
 			byName[l.Name] = l.ID
@@ -113,7 +113,7 @@ func (f *giteaForge) labelIDs(client *gitea.Client, names []string) ([]int64, er
 		if !ok {
 			l, resp, err := client.CreateLabel(f.owner, f.name, gitea.CreateLabelOption{Name: name, Color: labelColor})
 			if err != nil {
-				return nil, giteaError("creating label "+name, resp, err)
+				return nil, f.giteaError("creating label "+name, resp, err)
 			}
 			id = l.ID
 		}
@@ -152,10 +152,10 @@ func giteaState(pr *gitea.PullRequest) State {
 }
 
 // giteaError makes an APIError of an SDK error.
-func giteaError(op string, resp *gitea.Response, err error) error {
+func (f *giteaForge) giteaError(op string, resp *gitea.Response, err error) error {
 	var httpResp *http.Response
 	if resp != nil {
 		httpResp = resp.Response
 	}
-	return apiError(op, httpResp, err)
+	return apiError(op, httpResp, err, f.cfg.Clock.Now())
 }

@@ -1,6 +1,8 @@
 package forge
 
 import (
+	"k8s.io/utils/clock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 type githubForge struct {
 	client      *github.Client
 	owner, name string
+	clock       clock.PassiveClock
 }
 
 func newGitHub(cfg Config, owner, name string) (*githubForge, error) {
@@ -29,7 +32,7 @@ func newGitHub(cfg Config, owner, name string) (*githubForge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: GitHub API URL %q: %w", ErrInvalidConfig, cfg.URL, err)
 	}
-	return &githubForge{client: client, owner: owner, name: name}, nil
+	return &githubForge{client: client, owner: owner, name: name, clock: cfg.Clock}, nil
 }
 
 // EnsurePullRequest finds the open pull request of spec.Head (GET
@@ -40,7 +43,7 @@ func (f *githubForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 		State: "open", Head: f.owner + ":" + spec.Head, Base: spec.Base,
 	})
 	if err != nil {
-		return PullRequest{}, githubError("listing open pull requests", resp, err)
+		return PullRequest{}, f.githubError("listing open pull requests", resp, err)
 	}
 	var pr *github.PullRequest
 	created := false
@@ -49,7 +52,7 @@ func (f *githubForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 			Title: github.Ptr(spec.Title), Body: github.Ptr(spec.Body),
 		})
 		if err != nil {
-			return PullRequest{}, githubError(fmt.Sprintf("updating pull request #%d", open[0].GetNumber()), resp, err)
+			return PullRequest{}, f.githubError(fmt.Sprintf("updating pull request #%d", open[0].GetNumber()), resp, err)
 		}
 	} else {
 		pr, resp, err = f.client.PullRequests.Create(ctx, f.owner, f.name, &github.NewPullRequest{
@@ -57,19 +60,19 @@ func (f *githubForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 			Head: github.Ptr(spec.Head), Base: github.Ptr(spec.Base),
 		})
 		if err != nil {
-			return PullRequest{}, githubError("opening a pull request", resp, err)
+			return PullRequest{}, f.githubError("opening a pull request", resp, err)
 		}
 		created = true
 	}
 	n := pr.GetNumber()
 	if len(spec.Labels) > 0 {
 		if _, resp, err := f.client.Issues.AddLabelsToIssue(ctx, f.owner, f.name, n, spec.Labels); err != nil {
-			return PullRequest{}, githubError(fmt.Sprintf("labelling pull request #%d", n), resp, err)
+			return PullRequest{}, f.githubError(fmt.Sprintf("labelling pull request #%d", n), resp, err)
 		}
 	}
 	if len(spec.Reviewers) > 0 {
 		if _, resp, err := f.client.PullRequests.RequestReviewers(ctx, f.owner, f.name, n, github.ReviewersRequest{Reviewers: spec.Reviewers}); err != nil {
-			return PullRequest{}, githubError(fmt.Sprintf("requesting reviewers of pull request #%d", n), resp, err)
+			return PullRequest{}, f.githubError(fmt.Sprintf("requesting reviewers of pull request #%d", n), resp, err)
 		}
 	}
 	return PullRequest{Number: int64(n), URL: pr.GetHTMLURL(), State: githubState(pr), Created: created}, nil
@@ -89,12 +92,12 @@ func githubState(pr *github.PullRequest) State {
 
 // githubError makes an APIError of a go-github error, with the wait its
 // rate limit errors carry.
-func githubError(op string, resp *github.Response, err error) error {
+func (f *githubForge) githubError(op string, resp *github.Response, err error) error {
 	var httpResp *http.Response
 	if resp != nil {
 		httpResp = resp.Response
 	}
-	apiErr := apiError(op, httpResp, err).(*APIError)
+	apiErr := apiError(op, httpResp, err, f.clock.Now()).(*APIError)
 	var rate *github.RateLimitError
 	var abuse *github.AbuseRateLimitError
 	switch {

@@ -1,6 +1,8 @@
 package forge
 
 import (
+	"k8s.io/utils/clock"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 type gitlabForge struct {
 	client  *gitlab.Client
 	project string
+	clock   clock.PassiveClock
 }
 
 func newGitLab(cfg Config) (*gitlabForge, error) {
@@ -25,7 +28,7 @@ func newGitLab(cfg Config) (*gitlabForge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: GitLab URL %q: %w", ErrInvalidConfig, base, err)
 	}
-	return &gitlabForge{client: client, project: cfg.Repository}, nil
+	return &gitlabForge{client: client, project: cfg.Repository, clock: cfg.Clock}, nil
 }
 
 // EnsurePullRequest finds the open merge request of spec.Head (GET
@@ -41,7 +44,7 @@ func (f *gitlabForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 		State: gitlab.Ptr("opened"), SourceBranch: gitlab.Ptr(spec.Head), TargetBranch: gitlab.Ptr(spec.Base),
 	}, with)
 	if err != nil {
-		return PullRequest{}, gitlabError("listing open merge requests", resp, err)
+		return PullRequest{}, f.gitlabError("listing open merge requests", resp, err)
 	}
 	var labels *gitlab.LabelOptions
 	if len(spec.Labels) > 0 {
@@ -56,7 +59,7 @@ func (f *gitlabForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 			Title: gitlab.Ptr(spec.Title), Description: gitlab.Ptr(spec.Body), AddLabels: labels, ReviewerIDs: ids,
 		}, with)
 		if err != nil {
-			return PullRequest{}, gitlabError(fmt.Sprintf("updating merge request !%d", open[0].IID), resp, err)
+			return PullRequest{}, f.gitlabError(fmt.Sprintf("updating merge request !%d", open[0].IID), resp, err)
 		}
 		return PullRequest{Number: mr.IID, URL: mr.WebURL, State: gitlabState(mr.State)}, nil
 	}
@@ -66,7 +69,7 @@ func (f *gitlabForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 		Labels: labels, ReviewerIDs: ids,
 	}, with)
 	if err != nil {
-		return PullRequest{}, gitlabError("opening a merge request", resp, err)
+		return PullRequest{}, f.gitlabError("opening a merge request", resp, err)
 	}
 	return PullRequest{Number: mr.IID, URL: mr.WebURL, State: gitlabState(mr.State), Created: true}, nil
 }
@@ -77,7 +80,7 @@ func (f *gitlabForge) userIDs(ctx context.Context, usernames []string) ([]int64,
 	for _, name := range usernames {
 		users, resp, err := f.client.Users.ListUsers(&gitlab.ListUsersOptions{Username: gitlab.Ptr(name)}, gitlab.WithContext(ctx))
 		if err != nil {
-			return nil, gitlabError("looking up reviewer "+name, resp, err)
+			return nil, f.gitlabError("looking up reviewer "+name, resp, err)
 		}
 		if len(users) == 0 {
 			return nil, &APIError{Op: "looking up reviewer " + name, StatusCode: http.StatusNotFound, Err: fmt.Errorf("no GitLab user %q", name)}
@@ -100,10 +103,10 @@ func gitlabState(s string) State {
 }
 
 // gitlabError makes an APIError of a client-go error.
-func gitlabError(op string, resp *gitlab.Response, err error) error {
+func (f *gitlabForge) gitlabError(op string, resp *gitlab.Response, err error) error {
 	var httpResp *http.Response
 	if resp != nil {
 		httpResp = resp.Response
 	}
-	return apiError(op, httpResp, err)
+	return apiError(op, httpResp, err, f.clock.Now())
 }

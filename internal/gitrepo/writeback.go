@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
-	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -73,6 +74,8 @@ type WriteBackOptions struct {
 	// the pushed commit is pushed to as well, once it is on the push
 	// branch; never forced.
 	AlsoPushTo string
+	// Clock tells the commit's time; nil means the wall clock.
+	Clock clock.PassiveClock
 }
 
 // WriteBack lets edit change the working tree and, when it changed
@@ -293,7 +296,11 @@ func (s *Session) commit(opts WriteBackOptions, parents []plumbing.Hash, edit Ed
 	if done.Message == "" {
 		return plumbing.ZeroHash, nil
 	}
-	who := object.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail, When: time.Now()}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	who := object.Signature{Name: opts.AuthorName, Email: opts.AuthorEmail, When: clk.Now()}
 	if done.Files != nil && len(parents) == 1 && parents[0] == s.editBase {
 		hash, built, err := s.commitFiles(parents[0], done, who, opts.Signer)
 		if err != nil || built {

@@ -283,7 +283,7 @@ func (s Store) read(key string, modTime bool) (body string, written time.Time, e
 // now returns the clock's time.
 func (s Store) now() time.Time {
 	if s.Clock == nil {
-		return time.Now()
+		return clock.RealClock{}.Now()
 	}
 	return s.Clock.Now()
 }

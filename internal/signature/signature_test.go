@@ -1,11 +1,12 @@
 package signature_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/signature"
@@ -71,7 +72,7 @@ func verify(t *testing.T, e *env, v *signature.Verifier, p signature.Policy) sig
 	return j
 }
 
-func newVerifier(t *testing.T, clock signature.Clock) *signature.Verifier {
+func newVerifier(t *testing.T, clock clock.PassiveClock) *signature.Verifier {
 	t.Helper()
 	v, err := signature.NewVerifier(signature.Options{Clock: clock, RecheckAfter: 10 * time.Minute})
 	if err != nil {
@@ -169,28 +170,10 @@ func TestKeylessSignatures(t *testing.T) {
 	}
 }
 
-// fakeClock is a clock the test moves.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestVerdictCache(t *testing.T) {
 	g := NewWithT(t)
 	e := newEnv(t)
-	clock := &fakeClock{now: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)}
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC))
 	v := newVerifier(t, clock)
 	key := signing.NewKey(t)
 	policy := compile(t, keySpec(t, key))
@@ -204,7 +187,7 @@ func TestVerdictCache(t *testing.T) {
 
 	key.SignTag(t, e.reg, "app", e.digest)
 	e.reg.ResetCounts()
-	clock.advance(9 * time.Minute)
+	clock.SetTime(clock.Now().Add(9 * time.Minute))
 	j = verify(t, e, v, policy)
 	g.Expect(j.Cached).To(BeTrue())
 	g.Expect(j.Verified).To(BeFalse())
@@ -212,14 +195,14 @@ func TestVerdictCache(t *testing.T) {
 
 	// Once the refusal is due for a recheck, the signature pushed since is
 	// found.
-	clock.advance(time.Minute)
+	clock.SetTime(clock.Now().Add(time.Minute))
 	j = verify(t, e, v, policy)
 	g.Expect(j.Cached).To(BeFalse())
 	g.Expect(j.Verified).To(BeTrue(), j.Detail)
 
 	// A verified digest stays verified without a request, however late.
 	e.reg.ResetCounts()
-	clock.advance(1000 * time.Hour)
+	clock.SetTime(clock.Now().Add(1000 * time.Hour))
 	j = verify(t, e, v, policy)
 	g.Expect(j.Cached).To(BeTrue())
 	g.Expect(j.Verified).To(BeTrue())

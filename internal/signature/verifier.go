@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/cache"
+	"k8s.io/utils/clock"
 )
 
 // DefaultRecheckAfter is how long a refusal stands before the digest's
@@ -17,11 +18,6 @@ const DefaultRecheckAfter = 10 * time.Minute
 // DefaultCacheSize bounds the verdicts a Verifier keeps.
 const DefaultCacheSize = 10000
 
-// Clock tells the time; tests inject one.
-type Clock interface {
-	Now() time.Time
-}
-
 // Options configure a Verifier.
 type Options struct {
 	// RecheckAfter is how long a refusal stands; 0 is DefaultRecheckAfter.
@@ -30,7 +26,7 @@ type Options struct {
 	// first); 0 is DefaultCacheSize.
 	CacheSize int
 	// Clock tells the time; nil is the system clock.
-	Clock Clock
+	Clock clock.PassiveClock
 }
 
 // Judged is a verdict with when it was reached and until when it stands.
@@ -52,13 +48,9 @@ type Judged struct {
 // meanwhile. Safe for concurrent use.
 type Verifier struct {
 	recheck time.Duration
-	clock   Clock
+	clock   clock.PassiveClock
 	cache   *cache.LRU[Judged]
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // NewVerifier returns a Verifier configured by opts.
 func NewVerifier(opts Options) (*Verifier, error) {
@@ -67,7 +59,7 @@ func NewVerifier(opts Options) (*Verifier, error) {
 		v.recheck = DefaultRecheckAfter
 	}
 	if v.clock == nil {
-		v.clock = systemClock{}
+		v.clock = clock.RealClock{}
 	}
 	size := opts.CacheSize
 	if size <= 0 {

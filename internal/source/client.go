@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/registry"
@@ -84,8 +86,9 @@ type Options struct {
 	MaxAssetBytes int64
 	// UserAgent is sent with every request. Default "uprev".
 	UserAgent string
-	// Now tells the time, for rate-limit resets. Default time.Now.
-	Now func() time.Time
+	// Clock tells the time, for rate-limit resets. Default the wall
+	// clock.
+	Clock clock.PassiveClock
 }
 
 // Access is how one source reaches its server: the data of the Secrets it
@@ -130,8 +133,8 @@ func NewClient(opts Options) *Client {
 	if opts.UserAgent == "" {
 		opts.UserAgent = "uprev"
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	return &Client{
 		opts:  opts,
@@ -364,7 +367,7 @@ func (s *session) checkRateLimit(resp *http.Response) error {
 	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
 		return nil
 	}
-	now := s.c.opts.Now()
+	now := s.c.opts.Clock.Now()
 	if v := resp.Header.Get("Retry-After"); v != "" {
 		if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
 			return &RateLimitError{Host: s.host, RetryAfter: time.Duration(secs) * time.Second}

@@ -9,6 +9,7 @@ import (
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	. "github.com/onsi/gomega"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
 )
@@ -85,7 +86,7 @@ func TestListGitHubReleasesHonoursTheRateLimit(t *testing.T) {
 	api.SetReleases("o/r", releasesOf(3)...)
 	now := time.Unix(1_800_000_000, 0)
 	api.SetRateLimit(0, now.Add(17*time.Minute))
-	_, err := NewClient(Options{Now: func() time.Time { return now }}).ListGitHubReleases(context.Background(), "ns/gh", Access{}, api.URL, "o/r")
+	_, err := NewClient(Options{Clock: clocktesting.NewFakePassiveClock(now)}).ListGitHubReleases(context.Background(), "ns/gh", Access{}, api.URL, "o/r")
 	var limited *RateLimitError
 	g.Expect(errors.As(err, &limited)).To(BeTrue(), "%v", err)
 	g.Expect(limited.RetryAfter).To(Equal(17 * time.Minute))
