@@ -35,7 +35,7 @@ const maxMovesPerSelection = 20
 // verify, the digest's signature must verify. The Selection's Digest is
 // the digest checked.
 func (r *ImagePolicyReconciler) selectGated(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, tags []registry.SeenTag, gates []gate.Gate) (gate.Selection, error) {
-	checks, err := r.verificationsOf(ctx, pol.Namespace, gates)
+	checks, err := r.verificationsOf(ctx, pol, repo, gates)
 	if err != nil {
 		return gate.Selection{}, err
 	}
@@ -245,7 +245,9 @@ type rescannedPredicate struct {
 	predicate.Funcs
 }
 
-// Update passes an update when the scan time changed and the tags did not.
+// Update passes an update when the scan time changed and the tags did not,
+// or when a requested scan was handled (two scans within a second have
+// the same time).
 func (rescannedPredicate) Update(e event.UpdateEvent) bool {
 	before, ok := e.ObjectOld.(*imagev1.ImageRepository)
 	if !ok || before.Status.LastScanResult == nil {
@@ -256,12 +258,15 @@ func (rescannedPredicate) Update(e event.UpdateEvent) bool {
 		return false
 	}
 	return scanRevision(before) == scanRevision(after) &&
-		!before.Status.LastScanResult.ScanTime.Equal(&after.Status.LastScanResult.ScanTime)
+		(!before.Status.LastScanResult.ScanTime.Equal(&after.Status.LastScanResult.ScanTime) ||
+			before.Status.LastHandledReconcileAt != after.Status.LastHandledReconcileAt)
 }
 
 // agedPoliciesOfRepository maps a rescanned ImageRepository to its
-// policies that a ReleaseGate with a minReleaseAge selects: only those
-// check whether their selected tag moved (seeDigest), once per scan.
+// policies that a ReleaseGate with a minReleaseAge or verify selects: only
+// those check, once per scan, whether their selected tag moved
+// (seeDigest), or whether a version refused for its signature has been
+// signed since (verificationRound).
 func (r *ImagePolicyReconciler) agedPoliciesOfRepository(ctx context.Context, obj client.Object) []reconcile.Request {
 	policies, err := r.policiesUsing(ctx, obj)
 	if err != nil {
@@ -283,7 +288,7 @@ func (r *ImagePolicyReconciler) agedPoliciesOfRepository(ctx context.Context, ob
 		}
 		if slices.ContainsFunc(list, func(rg uprevv1.ReleaseGate) bool {
 			age, err := specDuration("spec.minReleaseAge", rg.Spec.MinReleaseAge, "72h")
-			return err == nil && age > 0 && gateSelects(&rg, pol)
+			return err == nil && (age > 0 || rg.Spec.Verify != nil) && gateSelects(&rg, pol)
 		}) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pol)})
 		}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -29,6 +32,25 @@ type verification struct {
 	// gate indexes the gate in the list Select takes.
 	gate   int
 	policy signature.Policy
+	// round names the scan of the policy's repository and the reconcile
+	// requests the selection works for: a refusal cached in another round
+	// is read again (signature.Verifier.Verify).
+	round string
+}
+
+// verificationRound names what a selection of pol from repo has seen: the
+// repository's last scan (its time, and the scan request it handled) and
+// the reconcile request of pol. A new scan or a new request of either
+// begins a new round, in which signatures refused before are read again,
+// so that a signature pushed after its image is found at the next scan,
+// and at once when a reconcile is requested.
+func verificationRound(pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository) string {
+	var scan string
+	if r := repo.Status.LastScanResult; r != nil {
+		scan = r.ScanTime.UTC().Format(time.RFC3339Nano)
+	}
+	requested, _ := meta.ReconcileAnnotationValue(pol.GetAnnotations())
+	return scan + "\x00" + repo.Status.LastHandledReconcileAt + "\x00" + requested
 }
 
 // verifyCandidate checks the signature of tag at digest with every check
@@ -37,7 +59,7 @@ type verification struct {
 // registry (cached verdicts are free).
 func (r *ImagePolicyReconciler) verifyCandidate(ctx context.Context, reg *registry.Client, image string, gates []gate.Gate, checks []verification, tag, digest string, fetched *int) (refused bool, err error) {
 	for _, c := range checks {
-		j, err := r.Verifier.Verify(ctx, reg, image, digest, c.policy)
+		j, err := r.Verifier.Verify(ctx, reg, image, digest, c.policy, c.round)
 		if err != nil {
 			return false, verificationError(tag, err)
 		}
@@ -73,15 +95,16 @@ func verificationError(tag string, err error) error {
 	}
 }
 
-// verificationsOf returns the signature checks of gates, reading each
-// ReleaseGate's spec.verify and its Secrets. A spec that cannot be used
-// fails the selection (degraded GateInvalid), so that no version passes a
-// check that cannot be made.
-func (r *ImagePolicyReconciler) verificationsOf(ctx context.Context, namespace string, gates []gate.Gate) ([]verification, error) {
+// verificationsOf returns the signature checks of gates for a selection
+// of pol from repo, reading each ReleaseGate's spec.verify and its
+// Secrets. A spec that cannot be used fails the selection (degraded
+// GateInvalid), so that no version passes a check that cannot be made.
+func (r *ImagePolicyReconciler) verificationsOf(ctx context.Context, pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, gates []gate.Gate) ([]verification, error) {
 	var checks []verification
+	round := verificationRound(pol, repo)
 	for i, g := range gates {
 		var rg uprevv1.ReleaseGate
-		if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: g.Name}, &rg); err != nil {
+		if err := r.Get(ctx, types.NamespacedName{Namespace: pol.Namespace, Name: g.Name}, &rg); err != nil {
 			return nil, fmt.Errorf("reading ReleaseGate %s: %w", g.Name, err)
 		}
 		if rg.Spec.Verify == nil {
@@ -91,7 +114,7 @@ func (r *ImagePolicyReconciler) verificationsOf(ctx context.Context, namespace s
 		if err != nil {
 			return nil, err
 		}
-		checks = append(checks, verification{gate: i, policy: policy})
+		checks = append(checks, verification{gate: i, policy: policy, round: round})
 	}
 	return checks, nil
 }

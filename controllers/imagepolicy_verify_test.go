@@ -169,3 +169,48 @@ func TestVerifyNotationTrustedAndUntrusted(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("1.1.0 refused: untrusted chain"))
 	}).Should(Succeed())
 }
+
+// TestVerifyLateSignatureIsSeenAtOnce pushes versions first and signs them
+// later, as CI does: the refusal ends at a requested reconcile of the
+// policy, and at the next scan of its repository, each within seconds and
+// long before the 10 minutes a refusal may stand (the clock stays).
+func TestVerifyLateSignatureIsSeenAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := registry.Start(t)
+	key := signing.NewKey(t)
+	key.SignTag(t, reg, "acme/agent", reg.PushImage(t, "acme/agent", "1.0.0"))
+	d110 := reg.PushImage(t, "acme/agent", "1.1.0")
+	keyGate(t, ns, key)
+	repo := newRepository(t, ns, reg.Image("acme/agent"))
+	pol := newPolicy(t, ns, "agent", semverChoice(">=1.0.0"), prodStage)
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.0.0"), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("1.1.0 refused: unsigned"))
+	}).Should(Succeed())
+
+	// Signed in the .sig layout, then a reconcile of the policy is asked.
+	key.SignTag(t, reg, "acme/agent", d110)
+	requestReconcile(t, pol)
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.1.0"), c.Message)
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+
+	// A new version, found by a scan and refused; signed in the referrers
+	// layout; the next scan (here asked of the repository) lets it through.
+	d120 := reg.PushImage(t, "acme/agent", "1.2.0")
+	requestReconcile(t, repo)
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.1.0"), c.Message)
+		g.Expect(c.Message).To(ContainSubstring("1.2.0 refused: unsigned"))
+	}).Should(Succeed())
+	key.SignBundle(t, reg, "acme/agent", d120)
+	requestReconcile(t, repo)
+	g.Eventually(func(g Gomega) {
+		c, tag := policyState(g, pol)
+		g.Expect(tag).To(Equal("1.2.0"), c.Message)
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+}

@@ -58,7 +58,7 @@ func BenchmarkVerify100Candidates(b *testing.B) {
 				}
 				reg.ResetCounts()
 				for _, d := range digests {
-					j, err := v.Verify(b.Context(), client, image, d, policy)
+					j, err := v.Verify(b.Context(), client, image, d, policy, "scan")
 					if err != nil || !j.Verified {
 						b.Fatalf("verifying %s: %v %s", d, err, j.Detail)
 					}
@@ -66,7 +66,7 @@ func BenchmarkVerify100Candidates(b *testing.B) {
 				first = reg.Counts().Total
 				reg.ResetCounts()
 				for _, d := range digests {
-					if j, err := v.Verify(b.Context(), client, image, d, policy); err != nil || !j.Cached {
+					if j, err := v.Verify(b.Context(), client, image, d, policy, "scan"); err != nil || !j.Cached {
 						b.Fatalf("verifying %s again: %v, cached %v", d, err, j.Cached)
 					}
 				}

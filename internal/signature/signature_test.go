@@ -65,7 +65,13 @@ func keylessSpec(t *testing.T, s *signing.Sigstore, subject string) signature.Sp
 
 func verify(t *testing.T, e *env, v *signature.Verifier, p signature.Policy) signature.Judged {
 	t.Helper()
-	j, err := v.Verify(t.Context(), e.client, e.image, e.digest, p)
+	return verifyIn(t, e, v, p, "scan 1")
+}
+
+// verifyIn verifies e's digest in round.
+func verifyIn(t *testing.T, e *env, v *signature.Verifier, p signature.Policy, round string) signature.Judged {
+	t.Helper()
+	j, err := v.Verify(t.Context(), e.client, e.image, e.digest, p, round)
 	if err != nil {
 		t.Fatalf("verifying %s@%s: %v", e.image, e.digest, err)
 	}
@@ -131,7 +137,7 @@ func TestSignatureOfAnotherImage(t *testing.T) {
 	e.reg.Push(t, "app", signature.SignatureTag(unsigned), img)
 	key.SignBundleAttachedTo(t, e.reg, "app", e.digest, unsigned)
 
-	j, err := newVerifier(t, nil).Verify(t.Context(), e.client, e.image, unsigned, compile(t, keySpec(t, key)))
+	j, err := newVerifier(t, nil).Verify(t.Context(), e.client, e.image, unsigned, compile(t, keySpec(t, key)), "scan 1")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(j.Verified).To(BeFalse(), "a signature of %s let %s through", e.digest, unsigned)
 	g.Expect(j.Reason).To(Equal(signature.Unsigned), j.Detail)
@@ -212,6 +218,39 @@ func TestVerdictCache(t *testing.T) {
 	j = verify(t, e, v, compile(t, keySpec(t, signing.NewKey(t))))
 	g.Expect(j.Cached).To(BeFalse())
 	g.Expect(j.Reason).To(Equal(signature.WrongKey))
+}
+
+// TestRefusalEndsWithTheRound signs a digest after it was refused: the
+// refusal stands within its round (the evaluations between two scans),
+// and the next round (a scan, a requested reconcile) reads the
+// signatures again, long before the recheck time.
+func TestRefusalEndsWithTheRound(t *testing.T) {
+	g := NewWithT(t)
+	e := newEnv(t)
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC))
+	v := newVerifier(t, clock)
+	key := signing.NewKey(t)
+	policy := compile(t, keySpec(t, key))
+
+	j := verifyIn(t, e, v, policy, "scan 1")
+	g.Expect(j.Reason).To(Equal(signature.Unsigned))
+	key.SignBundle(t, e.reg, "app", e.digest)
+
+	e.reg.ResetCounts()
+	j = verifyIn(t, e, v, policy, "scan 1")
+	g.Expect(j.Cached).To(BeTrue())
+	g.Expect(j.Verified).To(BeFalse())
+	g.Expect(e.reg.Counts().Total).To(BeZero())
+
+	j = verifyIn(t, e, v, policy, "scan 2")
+	g.Expect(j.Cached).To(BeFalse())
+	g.Expect(j.Verified).To(BeTrue(), j.Detail)
+
+	// A verified digest stays verified in every round.
+	e.reg.ResetCounts()
+	j = verifyIn(t, e, v, policy, "scan 3")
+	g.Expect(j.Cached).To(BeTrue())
+	g.Expect(e.reg.Counts().Total).To(BeZero())
 }
 
 func TestCompileRefusesBadSpecs(t *testing.T) {

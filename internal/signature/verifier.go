@@ -37,15 +37,19 @@ type Judged struct {
 	RecheckAt time.Time
 	// Cached is true when no registry request was made for it.
 	Cached bool
+	// round is the round a refusal was reached in (see Verify).
+	round string
 }
 
 // Verifier verifies digests and caches its verdicts per image, digest and
 // policy fingerprint. A verified digest stays verified while the policy
-// does not change (a digest's content never does); a refusal stands for
-// RecheckAfter, after which the signatures are read again, so that a
-// version signed after it was first seen is let through by the next
-// selection after that time, without a registry request on every scan
-// meanwhile. Safe for concurrent use.
+// does not change (a digest's content never does); a refusal stands
+// within the round it was reached in (a scan of the image's repository, a
+// requested reconcile: see Verify), and for at most RecheckAfter, after
+// which the signatures are read again, so that a version signed after it
+// was first seen is let through by the next scan, reconcile request or
+// recheck, whichever comes first, while the evaluations between them
+// make no registry request for it. Safe for concurrent use.
 type Verifier struct {
 	recheck time.Duration
 	clock   clock.PassiveClock
@@ -78,10 +82,16 @@ func NewVerifier(opts Options) (*Verifier, error) {
 // reg unless a standing verdict is cached. Errors are those of the
 // registry (wrapping registry.ErrNotFound, ErrUnauthorized,
 // ErrTransient...) or ErrInvalidSpec; no verdict is cached for them.
-func (v *Verifier) Verify(ctx context.Context, reg Registry, image, digest string, policy Policy) (Judged, error) {
+//
+// round names what the caller has seen since it last asked: the scan of
+// the image's repository and the reconcile request it works for. A
+// cached refusal is used only in the round it was reached in: a new scan
+// (which a signature pushed meanwhile may have followed) or a new request
+// reads the signatures again.
+func (v *Verifier) Verify(ctx context.Context, reg Registry, image, digest string, policy Policy, round string) (Judged, error) {
 	key := policy.Fingerprint() + "\x00" + image + "@" + digest
 	now := v.clock.Now()
-	if j, err := v.cache.Get(key); err == nil && (j.Verified || now.Before(j.RecheckAt)) {
+	if j, err := v.cache.Get(key); err == nil && (j.Verified || (j.round == round && now.Before(j.RecheckAt))) {
 		j.Cached = true
 		return j, nil
 	} else if err != nil && !errors.Is(err, cache.ErrNotFound) {
@@ -91,7 +101,7 @@ func (v *Verifier) Verify(ctx context.Context, reg Registry, image, digest strin
 	if err != nil {
 		return Judged{}, err
 	}
-	j := Judged{Verdict: verdict}
+	j := Judged{Verdict: verdict, round: round}
 	if !verdict.Verified {
 		j.RecheckAt = now.Add(v.recheck)
 	}
