@@ -44,6 +44,8 @@ type reconciler struct {
 	client.Client
 	// Events records Kubernetes events.
 	Events events.EventRecorder
+	// minInterval is Options.MinInterval (atLeastMinInterval).
+	minInterval time.Duration
 }
 
 // progressFunc marks an object Reconciling=True with a message saying what
@@ -100,6 +102,7 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 	log.V(1).Info("Reconcile finished", "duration", time.Since(start).String(), "error", o.err)
 
 	res, err := o.result()
+	res.RequeueAfter = atLeastMinInterval(obj, res.RequeueAfter, r.minInterval)
 	return res, kerrors.NewAggregate([]error{err, patchErr})
 }
 

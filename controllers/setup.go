@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
@@ -53,6 +54,11 @@ type Options struct {
 	StoragePath string
 	// Concurrency is the number of objects of one kind reconciled at once.
 	Concurrency int
+	// MinInterval is the shortest time between two runs of an object
+	// that it asks for (--min-interval): an object whose spec.interval is
+	// shorter runs again at most once per MinInterval (atLeastMinInterval);
+	// 0 means no floor.
+	MinInterval time.Duration
 	// DenyCIDRs are the address ranges no call to a host an object names
 	// may go to (--registry-deny-cidrs): registries, release sources and
 	// forges are given it here; Git and the libraries that take no client

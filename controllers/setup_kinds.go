@@ -42,6 +42,7 @@ func (k *kinds) add(kind string, r *reconciler, setup func() error) error {
 		return fmt.Errorf("setting up %s controller: %w", kind, err)
 	}
 	r.Events = k.recorders(r.Events)
+	r.minInterval = k.opts.MinInterval
 	return nil
 }
 
@@ -86,7 +87,7 @@ func (k *kinds) addImageScanning(ctx context.Context) error {
 		Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs, Clock: opts.Clock}
 	gates := &ReleaseGateReconciler{Policies: policies, Clock: opts.Clock}
 	sources := &ReleaseSourceReconciler{Clock: opts.Clock, TokenCache: k.tokens,
-		Sources: source.NewClient(source.Options{DenyCIDRs: opts.DenyCIDRs, UserAgent: opts.Registry.UserAgent, Clock: opts.Clock})}
+		Sources: source.NewClient(source.Options{DenyCIDRs: opts.DenyCIDRs, UserAgent: opts.Registry.UserAgent})}
 	for _, add := range []func() error{
 		func() error {
 			return k.add("ImageRepository", &repos.reconciler, func() error { return repos.SetupWithManager(k.mgr, k.copts) })

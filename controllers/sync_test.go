@@ -373,10 +373,11 @@ func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
 	}
 }
 
-// TestSyncPauseBetweenWavesCountsFromTheFirstApply: a Sync whose interval
-// is shorter than its pause applies the first wave again at every interval;
-// the pause still counts from when that wave got the revision, so the
-// second wave starts.
+// TestSyncPauseBetweenWavesCountsFromTheFirstApply: a Sync run again
+// during its pause (by reconcile requests every half second, as a run for
+// a push or a change would) applies the first wave again each time; the
+// pause still counts from when that wave got the revision, so the second
+// wave starts.
 func TestSyncPauseBetweenWavesCountsFromTheFirstApply(t *testing.T) {
 	g := NewWithT(t)
 	ns, _ := twoRemoteTargets(t)
@@ -385,12 +386,16 @@ func TestSyncPauseBetweenWavesCountsFromTheFirstApply(t *testing.T) {
 	const pause = 3 * time.Second
 	s := newSync(t, ns, url, "app", inWaves(time.Minute), func(s *uprevv1.Sync) {
 		s.Spec.Wait = false
-		s.Spec.Interval = metav1.Duration{Duration: 500 * time.Millisecond}
 		s.Spec.Rollout.PauseBetweenWaves = metav1.Duration{Duration: pause}
 	})
 	first := srv.Log(t, "fleet", "main")[0].SHA
 	waitApplied(t, s, first, "eu-1")
 	eu := targetAppliedTime(g, s, "eu-1")
+	g.Eventually(func(g Gomega) {
+		requestReconcile(t, s)
+		getSync(g, s)
+		g.Expect(s.Status.Targets).To(ContainElement(And(HaveField("Name", "us-1"), HaveField("LastAppliedRevision", "main@sha1:"+first))))
+	}).WithTimeout(time.Minute).WithPolling(500*time.Millisecond).Should(Succeed(), "us-1 gets the revision while the Sync runs again")
 	waitApplied(t, s, first, "eu-1", "us-1")
 	g.Expect(targetAppliedTime(g, s, "eu-1")).To(Equal(eu), "applying the same revision again keeps its time")
 	g.Expect(targetAppliedTime(g, s, "us-1").Sub(eu)).To(BeNumerically(">=", pause))

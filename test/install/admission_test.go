@@ -18,7 +18,8 @@ import (
 
 // TestDurationFloorsAreEnforcedAtAdmission: the CRDs' schemas refuse an
 // interval shorter than 30 s on a ReleaseSource (interval: 1ms wrote its
-// status about 140 times a second) and a timeout longer than 5 minutes on
+// status about 140 times a second) and shorter than 10 s on a Sync and an
+// UpdateAutomation, and a timeout longer than 5 minutes on
 // a ReleaseSource and on the Git access of a Sync or an UpdateAutomation
 // (timeout: 24h held a worker for a day), as a real kube-apiserver admits
 // objects; values at the floors are admitted.
@@ -47,21 +48,21 @@ func TestDurationFloorsAreEnforcedAtAdmission(t *testing.T) {
 	git := func(timeout time.Duration) uprevv1.GitSource {
 		return uprevv1.GitSource{URL: "https://git.example.com/fleet.git", Ref: uprevv1.GitRef{Branch: "main"}, Timeout: &metav1.Duration{Duration: timeout}}
 	}
-	sync := func(timeout time.Duration) client.Object {
+	sync := func(interval, timeout time.Duration) client.Object {
 		return &uprevv1.Sync{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
 			Spec: uprevv1.SyncSpec{
-				Interval: metav1.Duration{Duration: time.Hour},
+				Interval: metav1.Duration{Duration: interval},
 				Git:      git(timeout),
 				Targets:  []uprevv1.Target{{Name: "local"}},
 			},
 		}
 	}
-	automation := func(timeout time.Duration) client.Object {
+	automation := func(interval, timeout time.Duration) client.Object {
 		return &uprevv1.UpdateAutomation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
 			Spec: uprevv1.UpdateAutomationSpec{
-				Interval: metav1.Duration{Duration: time.Hour},
+				Interval: metav1.Duration{Duration: interval},
 				Git: uprevv1.GitSpec{
 					GitSource: git(timeout),
 					Commit:    uprevv1.CommitSpec{Author: uprevv1.CommitUser{Name: "uprev", Email: "uprev@example.com"}},
@@ -69,28 +70,33 @@ func TestDurationFloorsAreEnforcedAtAdmission(t *testing.T) {
 			},
 		}
 	}
-	day, fiveMinutes, minute := 24*time.Hour, 5*time.Minute, time.Minute
+	day, fiveMinutes, minute, hour := 24*time.Hour, 5*time.Minute, time.Minute, time.Hour
+	ms, nineSeconds, tenSeconds := time.Millisecond, 9*time.Second, 10*time.Second
 
 	for name, tc := range map[string]struct {
 		obj     client.Object
 		message string
 	}{
-		"ReleaseSource interval: 1ms":  {source(time.Millisecond, nil), "spec.interval: Invalid value"},
-		"ReleaseSource interval: 29s":  {source(29*time.Second, nil), "at least 30s"},
-		"ReleaseSource timeout: 24h":   {source(time.Hour, &day), "spec.timeout: Invalid value"},
-		"ReleaseSource timeout: 5m1s":  {source(time.Hour, ptrTo(fiveMinutes+time.Second)), "at most 5m"},
-		"Sync git.timeout: 24h":        {sync(day), "spec.git.timeout: Invalid value"},
-		"UpdateAutomation timeout: 1d": {automation(day), "spec.git.timeout: Invalid value"},
+		"ReleaseSource interval: 1ms":    {source(time.Millisecond, nil), "spec.interval: Invalid value"},
+		"ReleaseSource interval: 29s":    {source(29*time.Second, nil), "at least 30s"},
+		"ReleaseSource timeout: 24h":     {source(time.Hour, &day), "spec.timeout: Invalid value"},
+		"ReleaseSource timeout: 5m1s":    {source(time.Hour, ptrTo(fiveMinutes+time.Second)), "at most 5m"},
+		"Sync git.timeout: 24h":          {sync(hour, day), "spec.git.timeout: Invalid value"},
+		"UpdateAutomation timeout: 1d":   {automation(hour, day), "spec.git.timeout: Invalid value"},
+		"Sync interval: 1ms":             {sync(ms, minute), "spec.interval: Invalid value"},
+		"Sync interval: 9s":              {sync(nineSeconds, minute), "at least 10s"},
+		"UpdateAutomation interval: 1ms": {automation(ms, minute), "spec.interval: Invalid value"},
+		"UpdateAutomation interval: 9s":  {automation(nineSeconds, minute), "at least 10s"},
 	} {
 		err := cl.Create(ctx, tc.obj, client.DryRunAll)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
 		g.Expect(err.Error()).To(ContainSubstring(tc.message), name)
 	}
 	for name, obj := range map[string]client.Object{
-		"ReleaseSource at the floors":   source(30*time.Second, &fiveMinutes),
-		"ReleaseSource as documented":   source(30*time.Minute, &minute),
-		"Sync at the floor":             sync(fiveMinutes),
-		"UpdateAutomation at the floor": automation(fiveMinutes),
+		"ReleaseSource at the floors":    source(30*time.Second, &fiveMinutes),
+		"ReleaseSource as documented":    source(30*time.Minute, &minute),
+		"Sync at the floors":             sync(tenSeconds, fiveMinutes),
+		"UpdateAutomation at the floors": automation(tenSeconds, fiveMinutes),
 	} {
 		g.Expect(cl.Create(ctx, obj, client.DryRunAll)).To(Succeed(), name)
 	}
