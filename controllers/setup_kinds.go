@@ -87,7 +87,7 @@ func (k *kinds) addImageScanning(ctx context.Context) error {
 		Tags: tags, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs, Clock: opts.Clock}
 	gates := &ReleaseGateReconciler{Policies: policies, Clock: opts.Clock}
 	sources := &ReleaseSourceReconciler{Clock: opts.Clock, TokenCache: k.tokens,
-		Sources: source.NewClient(source.Options{DenyCIDRs: opts.DenyCIDRs, UserAgent: opts.Registry.UserAgent})}
+		Sources: source.NewClient(source.Options{DenyCIDRs: opts.DenyCIDRs, UserAgent: opts.Registry.UserAgent, Clock: opts.Clock})}
 	for _, add := range []func() error{
 		func() error {
 			return k.add("ImageRepository", &repos.reconciler, func() error { return repos.SetupWithManager(k.mgr, k.copts) })
