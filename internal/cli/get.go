@@ -128,15 +128,18 @@ const outputFormats = "wide, yaml, json, name, jsonpath=TEMPLATE, jsonpath-file=
 const getLong = `Lists uprev's objects, or what their status says, as kubectl get does: in the
 namespace of -n (default: the kubeconfig context's), or in every namespace
 with -A; those whose labels match -l only; as a table, a wider table (-o
-wide), YAML, JSON or the objects' names (-o name). With --watch, prints the
-rows again as their objects change, until interrupted.`
+wide), YAML, JSON, the objects' names (-o name), or through a JSONPath
+template or custom columns (-o jsonpath=..., -o custom-columns=...). With
+--watch, prints the rows again as their objects change, until interrupted.`
 
 // getExample shows `uprev get` at work.
 const getExample = `  uprev get syncs -A
   uprev get policies -n uprev-system -o wide
   uprev get holds -A
   uprev get fleet -A
-  uprev get automation fleet -n uprev-system -o yaml`
+  uprev get automation fleet -n uprev-system -o yaml
+  uprev get synctargets -l uprev.dev/sync=prod -n uprev-system
+  uprev get policies -A -o custom-columns=NAME:.metadata.name,TAG:.status.latestRef.tag`
 
 // newGetCommand returns `uprev get` with a subcommand per noun.
 func newGetCommand(opts Options) *cobra.Command {
