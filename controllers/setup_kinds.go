@@ -13,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/source"
 	"github.com/uprev-dev/uprev/internal/update"
@@ -143,6 +144,7 @@ const markerScanCacheSize = 20000
 func (k *kinds) addWriteBack(context.Context) error {
 	opts := k.opts
 	automations := &UpdateAutomationReconciler{Clones: k.clones, Scanner: k.scanner, TokenCache: k.tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout),
+		Notes:           notes.NewFetcher(opts.DenyCIDRs.Client(forgeTimeout), opts.Clock),
 		MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: k.pushes, Clock: opts.Clock, DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs,
 		Scans: update.NewScanCache(markerScanCacheSize)}
 	if err := k.add("UpdateAutomation", &automations.reconciler, func() error { return automations.SetupWithManager(k.mgr, k.copts) }); err != nil {

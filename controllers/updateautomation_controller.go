@@ -26,6 +26,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -50,6 +51,9 @@ type UpdateAutomationReconciler struct {
 	// outbound layer's client (outbound.Denylist.Client), with the deny
 	// list and a deadline.
 	Forges *http.Client
+	// Notes finds the release notes of pull requests' updates; nil leaves
+	// them out.
+	Notes *notes.Fetcher
 	// DefaultServiceAccount is the cloud identity of CRD-bundle pulls from
 	// repositories without serviceAccountName (see cloudIdentity).
 	DefaultServiceAccount string

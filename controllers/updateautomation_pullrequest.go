@@ -164,7 +164,7 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 	}
 	run.progress(ctx, "opening or updating the pull request of %s", auto.PushBranch())
 	pr, err := f.EnsurePullRequest(ctx, forge.PullRequestSpec{
-		Head: auto.PushBranch(), Base: pullRequestBase(auto), Title: title, Body: forge.Body(desc),
+		Head: auto.PushBranch(), Base: pullRequestBase(auto), Title: title, Body: r.pullRequestBody(ctx, run, desc, forgeNotesAPI(spec, token)),
 		Labels: spec.Labels, Reviewers: spec.Reviewers,
 	})
 	if err != nil {

@@ -21,6 +21,9 @@ type Description struct {
 	Updates []Update
 	// Commits is the number of automation commits the pull request holds.
 	Commits int
+	// Notes is the Markdown of the updates' release notes, already made
+	// inert and bounded (internal/notes); empty when there are none.
+	Notes string
 	// CRDs are the CRD bundle lines of the commit message.
 	CRDs []string
 	// Held are the versions not written because a person reverted them.
@@ -70,8 +73,9 @@ type RefusedDowngrade struct {
 }
 
 // Body writes the Markdown body of a pull request: every change as
-// `old --> new` (digests included where the files carry them), the CRD
-// lines, the held versions and the refused downgrades.
+// `old --> new` (digests included where the files carry them), the
+// release notes, the CRD lines, the held versions and the refused
+// downgrades.
 func Body(d Description) string {
 	var b strings.Builder
 	section := func(title string) {
@@ -96,6 +100,10 @@ func Body(d Description) string {
 	case len(d.Updates) > 0:
 		section("Changes")
 		writeUpdates(&b, d.Updates)
+	}
+	if d.Notes != "" {
+		section("Release notes")
+		b.WriteString(d.Notes)
 	}
 	if len(d.CRDs) > 0 {
 		section("CRDs")

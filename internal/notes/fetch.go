@@ -47,7 +47,6 @@ type API struct {
 type Fetcher struct {
 	client *http.Client
 	clock  clock.PassiveClock
-	apis   map[string]API
 
 	mu      sync.Mutex
 	cache   map[string]cached
@@ -62,18 +61,31 @@ type cached struct {
 	at       time.Time
 }
 
-// NewFetcher returns a Fetcher that calls the APIs of apis (by the host of
-// a source's web address; github.com is GitHub's public API unless set)
-// through client, the outbound layer's (outbound.Denylist.Client), with
-// the deny list and a deadline. clk tells when a failure may be retried.
-func NewFetcher(client *http.Client, clk clock.PassiveClock, apis map[string]API) *Fetcher {
+// NewFetcher returns a Fetcher that calls forges' APIs through client,
+// the outbound layer's (outbound.Denylist.Client), with the deny list and
+// a deadline. clk tells when a failure may be retried; nil is the wall
+// clock.
+func NewFetcher(client *http.Client, clk clock.PassiveClock) *Fetcher {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	c := outbound.NewClient(boundedTransport{next: client.Transport}, client.CheckRedirect)
 	c.Timeout = client.Timeout
-	all := map[string]API{"github.com": {URL: "https://api.github.com/"}}
-	for host, api := range apis {
-		all[host] = api
+	return &Fetcher{client: c, clock: clk, cache: map[string]cached{}}
+}
+
+// GitHubAPI is GitHub's public REST API, which serves the releases of
+// sources on github.com.
+var GitHubAPI = API{URL: "https://api.github.com/"}
+
+// SourceHost returns the host of a source's web address, "" when it is not
+// one.
+func SourceHost(source string) string {
+	host, _, _, err := repository(source)
+	if err != nil {
+		return ""
 	}
-	return &Fetcher{client: c, clock: clk, apis: all, cache: map[string]cached{}}
+	return host
 }
 
 // Pages returns the number of release pages fetched so far.
@@ -89,16 +101,17 @@ var ErrNoAPI = errors.New("no releases API known for the source's host")
 
 // Releases returns the releases of the source repository (its web
 // address, such as https://github.com/acme/agent) after version old up to
-// version new, newest first, each body within MaxChangeBytes.
-func (f *Fetcher) Releases(ctx context.Context, source, old, new string) ([]Release, error) {
-	key := source + "\x00" + old + "\x00" + new
+// version new, newest first, each body within MaxChangeBytes, read from
+// api (whose URL is empty when no API is known for the source's host).
+func (f *Fetcher) Releases(ctx context.Context, api API, source, old, new string) ([]Release, error) {
+	key := api.URL + "\x00" + source + "\x00" + old + "\x00" + new
 	f.mu.Lock()
 	c, ok := f.cache[key]
 	f.mu.Unlock()
 	if ok && (c.err == nil || f.clock.Since(c.at) < failureTTL) {
 		return c.releases, c.err
 	}
-	releases, err := f.fetch(ctx, source, old, new)
+	releases, err := f.fetch(ctx, api, source, old, new)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.cache[key]; !ok {
@@ -114,13 +127,12 @@ func (f *Fetcher) Releases(ctx context.Context, source, old, new string) ([]Rele
 
 // fetch reads the GitHub releases of source page by page, newest first,
 // until a page reaches the old version.
-func (f *Fetcher) fetch(ctx context.Context, source, old, new string) ([]Release, error) {
+func (f *Fetcher) fetch(ctx context.Context, api API, source, old, new string) ([]Release, error) {
 	host, owner, repo, err := repository(source)
 	if err != nil {
 		return nil, err
 	}
-	api, ok := f.apis[host]
-	if !ok {
+	if api.URL == "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoAPI, host)
 	}
 	opts := []github.ClientOptionsFunc{github.WithHTTPClient(f.client)}
@@ -185,7 +197,8 @@ func CompareURL(source, oldRevision, newRevision string) string {
 	if err != nil || !isRevision(oldRevision) || !isRevision(newRevision) {
 		return ""
 	}
-	return fmt.Sprintf("https://%s/%s/%s/compare/%s...%s", host, owner, name, oldRevision, newRevision)
+	scheme, _, _ := strings.Cut(source, "://")
+	return fmt.Sprintf("%s://%s/%s/%s/compare/%s...%s", strings.ToLower(scheme), host, owner, name, oldRevision, newRevision)
 }
 
 // isRevision says whether s is a commit hash.

@@ -30,10 +30,11 @@ func TestFetchReleasesBetweenVersions(t *testing.T) {
 	releases = append(releases[:6], append([]githubapi.Release{{TagName: "v1.1.0", Body: "notes of v1.1.0"}}, releases[6:]...)...)
 	gh.SetReleases("acme/agent", releases...)
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), clk, map[string]API{"github.example": {URL: gh.URL}})
+	api := API{URL: gh.URL}
+	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), clk)
 	ctx := context.Background()
 
-	got, err := f.Releases(ctx, "https://github.example/acme/agent", "1.1.0", "1.4.0")
+	got, err := f.Releases(ctx, api, "https://github.example/acme/agent", "1.1.0", "1.4.0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,27 +49,27 @@ func TestFetchReleasesBetweenVersions(t *testing.T) {
 	if f.Pages() != 1 {
 		t.Errorf("%d pages read, want 1 (the old version is on the first)", f.Pages())
 	}
-	if _, err := f.Releases(ctx, "https://github.example/acme/agent", "1.1.0", "1.4.0"); err != nil || f.Pages() != 1 {
+	if _, err := f.Releases(ctx, api, "https://github.example/acme/agent", "1.1.0", "1.4.0"); err != nil || f.Pages() != 1 {
 		t.Errorf("asked again: %d pages read (want 1), %v", f.Pages(), err)
 	}
 
 	// A version with no release of its own: every page is read, once.
-	if _, err := f.Releases(ctx, "https://github.example/acme/agent", "0.9.0", "1.0.9"); err != nil || f.Pages() != 3 {
+	if _, err := f.Releases(ctx, api, "https://github.example/acme/agent", "0.9.0", "1.0.9"); err != nil || f.Pages() != 3 {
 		t.Errorf("old version without a release: %d pages read in all, want 3; %v", f.Pages(), err)
 	}
 
-	_, err = f.Releases(ctx, "https://github.example/acme/gone", "1.0.0", "1.1.0")
+	_, err = f.Releases(ctx, api, "https://github.example/acme/gone", "1.0.0", "1.1.0")
 	if err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("missing repository: %v", err)
 	}
-	if _, err2 := f.Releases(ctx, "https://github.example/acme/gone", "1.0.0", "1.1.0"); err2 == nil || f.Pages() != 4 {
+	if _, err2 := f.Releases(ctx, api, "https://github.example/acme/gone", "1.0.0", "1.1.0"); err2 == nil || f.Pages() != 4 {
 		t.Errorf("failure not remembered: %d pages, %v", f.Pages(), err2)
 	}
 	clk.SetTime(clk.Now().Add(failureTTL))
-	if _, err := f.Releases(ctx, "https://github.example/acme/gone", "1.0.0", "1.1.0"); err == nil || f.Pages() != 5 {
+	if _, err := f.Releases(ctx, api, "https://github.example/acme/gone", "1.0.0", "1.1.0"); err == nil || f.Pages() != 5 {
 		t.Errorf("failure not asked again after %s: %d pages, %v", failureTTL, f.Pages(), err)
 	}
-	if _, err := f.Releases(ctx, "https://gitlab.example/acme/agent", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), ErrNoAPI.Error()) {
+	if _, err := f.Releases(ctx, API{}, "https://gitlab.example/acme/agent", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), ErrNoAPI.Error()) {
 		t.Errorf("unknown host: %v", err)
 	}
 }
@@ -79,16 +80,17 @@ func TestFetchDeniedAndBounded(t *testing.T) {
 	gh := githubapi.StartReleases(t)
 	gh.SetReleases("acme/big", githubapi.Release{TagName: "v1.1.0", Body: strings.Repeat("x", maxAnswerBytes)})
 	clk := clocktesting.NewFakePassiveClock(time.Now())
+	api := API{URL: gh.URL}
 	deny, err := outbound.Parse([]string{"127.0.0.0/8"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	denied := NewFetcher(deny.Client(5*time.Second), clk, map[string]API{"github.example": {URL: gh.URL}})
-	if _, err := denied.Releases(context.Background(), "https://github.example/acme/big", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), "the operator denies") {
+	denied := NewFetcher(deny.Client(5*time.Second), clk)
+	if _, err := denied.Releases(context.Background(), api, "https://github.example/acme/big", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), "the operator denies") {
 		t.Errorf("denied address: %v", err)
 	}
-	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), clk, map[string]API{"github.example": {URL: gh.URL}})
-	if _, err := f.Releases(context.Background(), "https://github.example/acme/big", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
+	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), clk)
+	if _, err := f.Releases(context.Background(), api, "https://github.example/acme/big", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
 		t.Errorf("answer past the bound: %v", err)
 	}
 }

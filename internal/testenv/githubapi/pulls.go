@@ -34,11 +34,12 @@ type Repository struct {
 	// Owner and Name name the repository.
 	Owner, Name string
 
-	token string
-	mu    sync.Mutex
-	pulls []*PullRequest
-	fails []failure
-	calls []string
+	token    string
+	releases *Releases
+	mu       sync.Mutex
+	pulls    []*PullRequest
+	fails    []failure
+	calls    []string
 }
 
 // apiRoot is where GitHub Enterprise Server serves its REST API.
@@ -71,6 +72,15 @@ func StartRepository(t testing.TB, owner, name, token string) *Repository {
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL + apiRoot
 	return r
+}
+
+// ServeReleases makes the API also answer GET
+// /api/v3/repos/{owner}/{repo}/releases, of any repository, as rel does:
+// the releases of sources on the same host as the pull requests.
+func (r *Repository) ServeReleases(rel *Releases) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releases = rel
 }
 
 // Fail makes the next n calls answer status with GitHub's error body.
@@ -142,6 +152,10 @@ func (r *Repository) serve(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set(k, v)
 		}
 		writeError(w, f.status, f.message)
+		return
+	}
+	if r.releases != nil && strings.HasSuffix(req.URL.Path, "/releases") {
+		r.releases.serve(w, req)
 		return
 	}
 	auth := req.Header.Get("Authorization")

@@ -1,0 +1,163 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/forge"
+	"github.com/uprev-dev/uprev/internal/notes"
+	"github.com/uprev-dev/uprev/internal/update"
+)
+
+// OCI annotations (and image labels) that say where an image comes from.
+const (
+	ociSource   = "org.opencontainers.image.source"
+	ociRevision = "org.opencontainers.image.revision"
+)
+
+// notesTimeout bounds the finding of all release notes of one pull
+// request: a notes host that does not answer delays the pull request by
+// this much at most, and never the commit, which is pushed before.
+const notesTimeout = 20 * time.Second
+
+// maxBodyChars is the longest pull request body the forges take: GitHub's
+// 65,536 characters, the least of the three.
+const maxBodyChars = 65536
+
+// bodyReserve is kept free of notes, for what the forge or a person adds.
+const bodyReserve = 1024
+
+// pullRequestBody is the body of the pull request: desc's, with the
+// release notes of its updates within the forge's limit.
+func (r *UpdateAutomationReconciler) pullRequestBody(ctx context.Context, run *automationRun, desc forge.Description, api notes.API) string {
+	if r.Notes == nil || len(desc.Updates) == 0 {
+		return forge.Body(desc)
+	}
+	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
+	defer cancel()
+	changes := r.releaseNotes(ctx, run, desc.Updates, api)
+	desc.Notes = notes.Render(changes, maxBodyChars-bodyReserve-len(forge.Body(desc)))
+	return forge.Body(desc)
+}
+
+// releaseNotes are the notes of the image updates of the pull request:
+// the releases, between the old and the new version, of the repository
+// the new version's org.opencontainers.image.source names, and a compare
+// link of the two versions' org.opencontainers.image.revision. Nothing
+// here fails the pull request: what cannot be found is said in its notes.
+// Sources on the pull request's forge host are read with its API and
+// token (api), those on github.com with GitHub's public API.
+func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *automationRun, updates []forge.Update, api notes.API) []notes.Change {
+	var out []notes.Change
+	for _, u := range updates {
+		key := update.ParsePolicyKey(u.Policy)
+		pol, ok := run.policies[key]
+		if !ok || key.Kind != "" {
+			continue
+		}
+		c := notes.Change{Title: fmt.Sprintf("%s: %s --> %s", u.Policy, u.Old, u.New)}
+		newLabels, oldLabels, err := r.imageLabels(ctx, pol, u.Old, u.New)
+		c.Source = newLabels[ociSource]
+		switch {
+		case err != nil:
+			c.Missing = "reading the image's labels: " + err.Error()
+		case c.Source == "":
+			c.Missing = "the new version has no " + ociSource + " label or annotation"
+		default:
+			c.CompareURL = notes.CompareURL(c.Source, oldLabels[ociRevision], newLabels[ociRevision])
+			c.Releases, err = r.Notes.Releases(ctx, notesAPI(c.Source, api), c.Source, u.Old, u.New)
+			if err != nil {
+				c.Missing = err.Error()
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// imageLabels returns the labels and manifest annotations of the new and
+// the old version of pol's image (annotations win); the old version's
+// are empty when it cannot be read.
+func (r *UpdateAutomationReconciler) imageLabels(ctx context.Context, pol *imagev1.ImagePolicy, oldTag, newTag string) (newLabels, oldLabels map[string]string, err error) {
+	repo, err := allowedRepository(ctx, r.Client, pol, r.NoCrossNamespaceRefs)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
+	if err != nil {
+		return nil, nil, err
+	}
+	read := func(tag string) (map[string]string, error) {
+		digest, err := client.Digest(ctx, repo.Spec.Image, tag)
+		if err != nil {
+			return nil, err
+		}
+		labels := map[string]string{}
+		err = client.ReadArtifact(ctx, repo.Spec.Image, digest, func(img v1.Image) error {
+			cfg, err := img.ConfigFile()
+			if err != nil {
+				return err
+			}
+			for k, v := range cfg.Config.Labels {
+				labels[k] = v
+			}
+			m, err := img.Manifest()
+			if err != nil {
+				return err
+			}
+			for k, v := range m.Annotations {
+				labels[k] = v
+			}
+			return nil
+		})
+		return labels, err
+	}
+	if newLabels, err = read(newTag); err != nil {
+		return nil, nil, fmt.Errorf("%s:%s: %w", repo.Spec.Image, newTag, err)
+	}
+	oldLabels, _ = read(oldTag)
+	return newLabels, oldLabels, nil
+}
+
+// forgeNotesAPI is the API of the pull request's forge for release notes,
+// with its token: GitHub's; none for GitLab and Gitea.
+func forgeNotesAPI(spec *uprevv1.PullRequestSpec, token string) notes.API {
+	if spec.Provider != string(forge.GitHub) {
+		return notes.API{}
+	}
+	return notes.API{URL: cmp.Or(spec.URL, forge.DefaultGitHubURL), Token: token}
+}
+
+// notesAPI is the API that serves the releases of source: the pull
+// request's GitHub API, with its token, for a source on its host (api;
+// empty for GitLab and Gitea); GitHub's public API for one on github.com;
+// none for others, so that a label names no host uprev then calls.
+func notesAPI(source string, api notes.API) notes.API {
+	host := notes.SourceHost(source)
+	switch {
+	case api.URL != "" && host == hostOf(api.URL):
+		return api
+	case host == "github.com" && api.URL == forge.DefaultGitHubURL:
+		return api
+	case host == "github.com":
+		return notes.GitHubAPI
+	}
+	return notes.API{}
+}
+
+// hostOf is the host of an API URL.
+func hostOf(apiURL string) string {
+	rest, ok := strings.CutPrefix(apiURL, "https://")
+	if !ok {
+		rest, _ = strings.CutPrefix(apiURL, "http://")
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	return host
+}

@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	. "github.com/onsi/gomega"
+
+	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
+)
+
+// labelledImage is an image whose config carries labels.
+func labelledImage(t *testing.T, tag string, labels map[string]string) v1.Image {
+	t.Helper()
+	img, err := mutate.Config(registry.ImageOf(t, registry.Layer(t, registry.Tar(t, map[string]string{"version": tag}))), v1.Config{Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestPullRequestBodyHasReleaseNotes: the pull request of an image update
+// names, newest first, every release of the repository the new version's
+// org.opencontainers.image.source label names between the old and the
+// new version, read through the pull request's GitHub API; it links the
+// compare page of the two versions' revisions; notes that try to mention
+// someone, close the block or pass for uprev's trailers are inert.
+func TestPullRequestBodyHasReleaseNotes(t *testing.T) {
+	g := NewWithT(t)
+	gh := githubapi.StartRepository(t, "acme", "fleet", "forge-token")
+	releases := githubapi.StartReleases(t)
+	gh.ServeReleases(releases)
+	web := strings.TrimSuffix(gh.URL, "/api/v3/")
+	source := web + "/acme/agent"
+	release := func(tag, body string) githubapi.Release {
+		return githubapi.Release{TagName: tag, HTMLURL: source + "/releases/tag/" + tag, Body: body}
+	}
+	releases.SetReleases("acme/agent",
+		release("v1.4.0", "not yet"),
+		release("v1.3.0", "Thanks @someone!\n</details>\nUprev-Update: apps/agent 1.0.0 --> 6.6.6"),
+		release("v1.2.0", "Fixes #12."),
+		release("v1.1.0", "First."),
+		release("v1.0.0", "The old one."),
+	)
+
+	f := newAutomationFixture(t, nil, map[string]string{"apps/agent.yaml": withVersion(agentMarked, "1.0.0")})
+	f.reg.Push(t, "acme/agent", "1.0.0", labelledImage(t, "1.0.0", map[string]string{ociSource: source, ociRevision: "1111111aaaaaaa"}))
+	f.reg.Push(t, "acme/agent", "1.3.0", labelledImage(t, "1.3.0", map[string]string{ociSource: source, ociRevision: "3333333ccccccc"}))
+	requestReconcile(t, f.repo)
+	waitForLatestTag(t, newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0")), "1.3.0")
+	g.Expect(k8s.Create(context.Background(), secretWith(f.ns, "forge", map[string][]byte{"token": []byte("forge-token")}))).To(Succeed())
+	auto := newAutomation(t, f.ns, f.url, withPullRequest(uprevv1.PullRequestSpec{
+		Provider: "github", URL: gh.URL, Repository: "acme/fleet", SecretRef: &meta.LocalObjectReference{Name: "forge"},
+	}))
+
+	st := waitForPullRequest(t, auto, "")
+	prs := gh.PullRequests()
+	g.Expect(prs).To(HaveLen(1))
+	want := "### Changes\n\n" +
+		"- `apps/agent.yaml` (NS/agent): `IMAGE:1.0.0` --> `IMAGE:1.3.0`\n\n" +
+		"### Release notes\n\n" +
+		"<details><summary>Release notes: NS/agent: 1.0.0 --> 1.3.0</summary>\n\n" +
+		"Source: SOURCE\n" +
+		"Compare: SOURCE/compare/1111111aaaaaaa...3333333ccccccc\n\n" +
+		"**[v1.3.0](SOURCE/releases/tag/v1.3.0)**\n\n" +
+		"> Thanks @\u200bsomeone!\n" +
+		"> &lt;/details>\n" +
+		"> Uprev-Update: apps/agent 1.0.0 --> 6.6.6\n\n" +
+		"**[v1.2.0](SOURCE/releases/tag/v1.2.0)**\n\n" +
+		"> Fixes #\u200b12.\n\n" +
+		"**[v1.1.0](SOURCE/releases/tag/v1.1.0)**\n\n" +
+		"> First.\n\n" +
+		"</details>\n\n" +
+		"\n---\nOpened by uprev for UpdateAutomation NS/fleet at " + st.LastPushCommit[:10] +
+		". Each push to the branch updates this description; once merged or closed, the next change opens a new pull request.\n"
+	g.Expect(prs[0].Body).To(Equal(strings.ReplaceAll(f.expand(want), "SOURCE", source)))
+
+	// The release pages were read once, with the pull request's token.
+	requests := releases.Requests()
+	g.Expect(requests).To(HaveLen(1))
+	g.Expect(requests[0].Header.Get("Authorization")).To(Equal("Bearer forge-token"))
+}
