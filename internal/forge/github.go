@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/google/go-github/v87/github"
 )
@@ -97,13 +96,14 @@ func (f *githubForge) githubError(op string, resp *github.Response, err error) e
 	if resp != nil {
 		httpResp = resp.Response
 	}
-	apiErr := apiError(op, httpResp, err, f.clock.Now()).(*APIError)
+	now := f.clock.Now()
+	apiErr := apiError(op, httpResp, err, now).(*APIError)
 	var rate *github.RateLimitError
 	var abuse *github.AbuseRateLimitError
 	switch {
 	case errors.As(err, &rate):
 		apiErr.RateLimited = true
-		if wait := time.Until(rate.Rate.Reset.Time); wait > 0 {
+		if wait := rate.Rate.Reset.Sub(now); wait > 0 {
 			apiErr.RetryAfter = wait
 		}
 	case errors.As(err, &abuse):

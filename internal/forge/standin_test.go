@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/uprev-dev/uprev/internal/forge"
 	"github.com/uprev-dev/uprev/internal/outbound"
@@ -105,6 +106,15 @@ func TestGitHubErrorsAreReported(t *testing.T) {
 	g.Expect(apiErr.RetryAfter).To(BeNumerically("~", time.Hour, time.Minute))
 	g.Expect(err.Error()).To(ContainSubstring("rate limited"))
 	g.Expect(err.Error()).NotTo(ContainSubstring(token))
+
+	// The wait is reckoned on the forge's clock: 20 minutes later by it,
+	// the reset is 40 minutes away.
+	repo.RateLimit(time.Hour)
+	later := cfg
+	later.Clock = clocktesting.NewFakePassiveClock(time.Now().Add(20 * time.Minute))
+	_, err = newForge(t, later).EnsurePullRequest(ctx, spec("body"))
+	g.Expect(errors.As(err, &apiErr)).To(BeTrue(), "%v", err)
+	g.Expect(apiErr.RetryAfter).To(BeNumerically("~", 40*time.Minute, time.Minute))
 
 	_, err = newForge(t, forge.Config{Provider: forge.GitHub, URL: repo.URL, Repository: "acme/fleet", Token: "wrong"}).EnsurePullRequest(ctx, spec("body"))
 	g.Expect(errors.As(err, &apiErr)).To(BeTrue(), "%v", err)
