@@ -223,6 +223,8 @@ func waitText(tag string, hold gate.Hold) string {
 	switch {
 	case hold.Kind == gate.Verify:
 		return fmt.Sprintf("%s refused: %s (ReleaseGate %s; signatures read again from %s)", tag, hold.Reason, hold.Gate, hold.EligibleAt.UTC().Format(time.RFC3339))
+	case hold.Kind == gate.Attestations:
+		return fmt.Sprintf("%s refused: %s (ReleaseGate %s; attestations read again at the next scan, or from %s)", tag, hold.Reason, hold.Gate, hold.EligibleAt.UTC().Format(time.RFC3339))
 	case hold.Kind == gate.MinReleaseAge:
 		return fmt.Sprintf("%s waits for %s until %s (ReleaseGate %s)", tag, hold.Kind, hold.EligibleAt.UTC().Format(time.RFC3339), hold.Gate)
 	case hold.EligibleAt.IsZero():

@@ -288,7 +288,7 @@ func (r *ImagePolicyReconciler) agedPoliciesOfRepository(ctx context.Context, ob
 		}
 		if slices.ContainsFunc(list, func(rg uprevv1.ReleaseGate) bool {
 			age, err := specDuration("spec.minReleaseAge", rg.Spec.MinReleaseAge, "72h")
-			return err == nil && (age > 0 || rg.Spec.Verify != nil) && gateSelects(&rg, pol)
+			return err == nil && (age > 0 || rg.Spec.Verify != nil || rg.Spec.Attestations != nil) && gateSelects(&rg, pol)
 		}) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pol)})
 		}

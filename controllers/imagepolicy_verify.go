@@ -36,6 +36,9 @@ type verification struct {
 	// requests the selection works for: a refusal cached in another round
 	// is read again (signature.Verifier.Verify).
 	round string
+	// attest, when set, are the attestations the gate requires, signed as
+	// policy accepts.
+	attest *signature.Requirements
 }
 
 // verificationRound names what a selection of pol from repo has seen: the
@@ -66,19 +69,37 @@ func (r *ImagePolicyReconciler) verifyCandidate(ctx context.Context, reg *regist
 		if !j.Cached {
 			*fetched++
 		}
+		if j.Verified && c.attest != nil {
+			if j, err = r.Verifier.Attest(ctx, reg, image, digest, c.policy, *c.attest, c.round); err != nil {
+				return false, verificationError(tag, err)
+			}
+			if !j.Cached {
+				*fetched++
+			}
+			if !j.Verified {
+				refuse(ctx, &gates[c.gate], tag, gate.Attestations, j, string(j.Reason)+": "+j.Detail)
+				return true, nil
+			}
+		}
 		if j.Verified {
 			continue
 		}
-		g := &gates[c.gate]
-		ctrl.LoggerFrom(ctx).V(1).Info("Signature refused", "tag", tag, "digest", digest, "releaseGate", g.Name,
-			"reason", j.Reason, "detail", j.Detail, "cached", j.Cached)
-		if g.Refused == nil {
-			g.Refused = map[string]gate.Hold{}
-		}
-		g.Refused[tag] = gate.Hold{Gate: g.Name, Kind: gate.Verify, EligibleAt: j.RecheckAt, Reason: string(j.Reason)}
+		refuse(ctx, &gates[c.gate], tag, gate.Verify, j, string(j.Reason))
 		return true, nil
 	}
 	return false, nil
+}
+
+// refuse holds tag back at g, refused by the gate kind with reason as j
+// judged it, until the check is made again (j.RecheckAt, or the next
+// round).
+func refuse(ctx context.Context, g *gate.Gate, tag, kind string, j signature.Judged, reason string) {
+	ctrl.LoggerFrom(ctx).V(1).Info("Version refused", "tag", tag, "releaseGate", g.Name, "gate", kind,
+		"reason", reason, "detail", j.Detail, "cached", j.Cached)
+	if g.Refused == nil {
+		g.Refused = map[string]gate.Hold{}
+	}
+	g.Refused[tag] = gate.Hold{Gate: g.Name, Kind: kind, EligibleAt: j.RecheckAt, Reason: reason}
 }
 
 // verificationError sorts an error of verifying tag: a registry failure
@@ -114,7 +135,11 @@ func (r *ImagePolicyReconciler) verificationsOf(ctx context.Context, pol *imagev
 		if err != nil {
 			return nil, err
 		}
-		checks = append(checks, verification{gate: i, policy: policy, round: round})
+		attest, err := attestationsOf(&rg)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, verification{gate: i, policy: policy, round: round, attest: attest})
 	}
 	return checks, nil
 }
@@ -150,4 +175,26 @@ func (r *ImagePolicyReconciler) verifyPolicy(ctx context.Context, rg *uprevv1.Re
 		return nil, degraded(uprevv1.GateInvalidReason, fmt.Errorf("ReleaseGate %s: spec.verify: %w", rg.Name, err))
 	}
 	return policy, nil
+}
+
+// attestationsOf returns what spec.attestations of rg requires; nil when
+// it requires nothing. A maxAge that does not parse is degraded
+// GateInvalid.
+func attestationsOf(rg *uprevv1.ReleaseGate) (*signature.Requirements, error) {
+	a := rg.Spec.Attestations
+	if a == nil {
+		return nil, nil
+	}
+	req := &signature.Requirements{SBOM: a.SBOM}
+	if p := a.SLSAProvenance; p != nil {
+		req.Provenance = &signature.ProvenanceRequirement{BuilderID: p.BuilderID, SourceRepository: p.SourceRepository, WorkflowRef: p.WorkflowRef}
+	}
+	if v := a.Vulnerabilities; v != nil {
+		age, err := specDuration("spec.attestations.vulnerabilities.maxAge", v.MaxAge, "168h")
+		if err != nil {
+			return nil, degraded(uprevv1.GateInvalidReason, fmt.Errorf("ReleaseGate %s: %v", rg.Name, err))
+		}
+		req.Vulnerabilities = &signature.VulnerabilityRequirement{MaxSeverity: v.MaxSeverity, MaxAge: age}
+	}
+	return req, nil
 }

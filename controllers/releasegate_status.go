@@ -28,7 +28,7 @@ func withWaiting(gp uprevv1.GatedPolicy, name string, sel gate.Selection) (uprev
 			}
 			if len(gp.Waiting) < uprevv1.MaxWaitingVersions {
 				wv := uprevv1.WaitingVersion{Tag: w.Tag, Gate: h.Kind, Reason: h.Reason}
-				if !h.EligibleAt.IsZero() && h.Kind != gate.Verify {
+				if !h.EligibleAt.IsZero() && h.Kind != gate.Verify && h.Kind != gate.Attestations {
 					at := metav1.NewTime(h.EligibleAt)
 					wv.EligibleAt = &at
 				}

@@ -49,6 +49,7 @@ const (
 )
 
 // ReleaseGateSpec says which ImagePolicies a ReleaseGate gates and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.attestations) || (has(self.verify) && (!has(self.verify.provider) || self.verify.provider == 'cosign'))",message="spec.attestations needs spec.verify with provider cosign: attestations count only when signed as it says"
 type ReleaseGateSpec struct {
 	// PolicySelector selects the ImagePolicies of the gate's namespace it
 	// gates; an empty selector selects all of them.
@@ -72,6 +73,67 @@ type ReleaseGateSpec struct {
 	// stage's Sync run it and have been healthy for long enough.
 	// +optional
 	Promotion *Promotion `json:"promotion,omitempty"`
+	// Attestations lets a version through only when the digest its policy
+	// would write carries in-toto attestations, signed with the keys or
+	// keyless identities of spec.verify, that say what this asks:
+	// provenance from the right builder and repository, an SBOM, a recent
+	// vulnerability scan with nothing too severe.
+	// +optional
+	Attestations *Attestations `json:"attestations,omitempty"`
+}
+
+// Attestations are the in-toto attestations a version's digest must
+// carry, read from the Sigstore bundles among its OCI referrers (what
+// `cosign attest` and GitHub artifact attestations push).
+// +kubebuilder:validation:XValidation:rule="has(self.slsaProvenance) || (has(self.sbom) && self.sbom) || has(self.vulnerabilities)",message="name at least one of slsaProvenance, sbom, vulnerabilities"
+type Attestations struct {
+	// SLSAProvenance requires SLSA provenance (v1, or v0.2) naming this
+	// builder and source repository.
+	// +optional
+	SLSAProvenance *SLSAProvenance `json:"slsaProvenance,omitempty"`
+	// SBOM requires an SPDX or CycloneDX attestation.
+	// +optional
+	SBOM bool `json:"sbom,omitempty"`
+	// Vulnerabilities requires a vulnerability scan attestation (the
+	// in-toto vulns predicate) no older than maxAge that reports nothing
+	// above maxSeverity.
+	// +optional
+	Vulnerabilities *Vulnerabilities `json:"vulnerabilities,omitempty"`
+}
+
+// SLSAProvenance is what an SLSA provenance attestation must name.
+type SLSAProvenance struct {
+	// BuilderID is the builder's id, exactly
+	// (https://github.com/actions/runner/github-hosted for GitHub's
+	// hosted runners).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	BuilderID string `json:"builderID"`
+	// SourceRepository is the repository built from, exactly
+	// (https://github.com/acme/agent).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	SourceRepository string `json:"sourceRepository"`
+	// WorkflowRef is a regular expression the ref built must match
+	// (^refs/tags/v); unset matches any.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	WorkflowRef string `json:"workflowRef,omitempty"`
+}
+
+// Vulnerabilities is what a vulnerability scan attestation must say.
+type Vulnerabilities struct {
+	// MaxSeverity is the highest severity a finding may have.
+	// +kubebuilder:validation:Enum=NONE;LOW;MEDIUM;HIGH
+	// +required
+	MaxSeverity string `json:"maxSeverity"`
+	// MaxAge is how old the newest scan may be, as a Go duration (168h).
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:MaxLength=32
+	// +required
+	MaxAge string `json:"maxAge"`
 }
 
 // Promotion lets a version through once every listed target of a Sync of

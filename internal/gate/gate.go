@@ -40,6 +40,11 @@ const MinReleaseAge = "minReleaseAge"
 // in Gate.Refused, until a version passes.
 const Verify = "verify"
 
+// Attestations is the name of the gate that refuses a version whose
+// attestations (provenance, SBOM, vulnerability scan) do not say what
+// ReleaseGate spec.attestations asks; refused as Verify is.
+const Attestations = "attestations"
+
 // MaxWaiting bounds the waiting versions a Selection lists: the newest
 // ones. The selection itself is not bounded.
 const MaxWaiting = 100
@@ -64,7 +69,8 @@ type Gate struct {
 type Hold struct {
 	// Gate names the ReleaseGate.
 	Gate string
-	// Kind is the gate that holds it: MinReleaseAge, Promotion or Verify.
+	// Kind is the gate that holds it: MinReleaseAge, Promotion, Verify or
+	// Attestations.
 	Kind string
 	// EligibleAt is when this gate lets the version through; zero when no
 	// time will (a promotion waiting for a target to run the version or

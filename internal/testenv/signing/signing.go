@@ -85,8 +85,14 @@ func Payload(image, digest string) []byte {
 
 // statement is the in-toto statement cosign 3 signs for image@digest.
 func statement(image, digest string) []byte {
+	return attestation(image, digest, "https://sigstore.dev/cosign/sign/v1", []byte("{}"))
+}
+
+// attestation is the in-toto statement of predicate, of predicateType,
+// about image@digest.
+func attestation(image, digest, predicateType string, predicate []byte) []byte {
 	algorithm, hexDigest, _ := strings.Cut(digest, ":")
-	return fmt.Appendf(nil, `{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":%q,"digest":{%q:%q}}],"predicateType":"https://sigstore.dev/cosign/sign/v1","predicate":{}}`, image, algorithm, hexDigest)
+	return fmt.Appendf(nil, `{"_type":"https://in-toto.io/Statement/v1","subject":[{"name":%q,"digest":{%q:%q}}],"predicateType":%q,"predicate":%s}`, image, algorithm, hexDigest, predicateType, predicate)
 }
 
 // SignTag signs repo@digest with k in the cosign 2 layout: a layer of the
@@ -112,8 +118,22 @@ func (k *Key) SignBundle(t testing.TB, reg *registry.Registry, repo, digest stri
 // signature to another image would.
 func (k *Key) SignBundleAttachedTo(t testing.TB, reg *registry.Registry, repo, signed, attachedTo string) {
 	t.Helper()
+	k.pushStatement(t, reg, repo, attachedTo, statement(reg.Image(repo), signed))
+}
+
+// Attest attests predicate, of predicateType, about repo@digest with k,
+// as `cosign attest --key` does in the cosign 3 layout: a Sigstore bundle
+// of a DSSE envelope, pushed as a referrer of the image.
+func (k *Key) Attest(t testing.TB, reg *registry.Registry, repo, digest, predicateType string, predicate []byte) {
+	t.Helper()
+	k.pushStatement(t, reg, repo, digest, attestation(reg.Image(repo), digest, predicateType, predicate))
+}
+
+// pushStatement signs the in-toto statement body with k and pushes its
+// bundle as a referrer of repo@attachedTo.
+func (k *Key) pushStatement(t testing.TB, reg *registry.Registry, repo, attachedTo string, body []byte) {
+	t.Helper()
 	const payloadType = "application/vnd.in-toto+json"
-	body := statement(reg.Image(repo), signed)
 	sig := k.sign(t, dsse.PAE(payloadType, body))
 	der, err := x509.MarshalPKIXPublicKey(k.priv.Public())
 	if err != nil {
@@ -225,7 +245,23 @@ func (s *Sigstore) SignTag(t testing.TB, reg *registry.Registry, repo, digest, s
 // entry and inclusion proof, pushed as a referrer of the image.
 func (s *Sigstore) SignBundle(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer string) {
 	t.Helper()
-	e, err := s.vs.AttestAtTime(subject, issuer, statement(reg.Image(repo), digest), time.Now().Add(5*time.Minute), true)
+	s.pushStatement(t, reg, repo, digest, subject, issuer, statement(reg.Image(repo), digest))
+}
+
+// Attest attests predicate, of predicateType, about repo@digest keyless,
+// with a certificate for subject and issuer, as GitHub artifact
+// attestations and `cosign attest` do: a Sigstore bundle with its Rekor
+// entry, pushed as a referrer of the image.
+func (s *Sigstore) Attest(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer, predicateType string, predicate []byte) {
+	t.Helper()
+	s.pushStatement(t, reg, repo, digest, subject, issuer, attestation(reg.Image(repo), digest, predicateType, predicate))
+}
+
+// pushStatement signs the in-toto statement body keyless and pushes its
+// bundle as a referrer of repo@digest.
+func (s *Sigstore) pushStatement(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer string, body []byte) {
+	t.Helper()
+	e, err := s.vs.AttestAtTime(subject, issuer, body, time.Now().Add(5*time.Minute), true)
 	if err != nil {
 		t.Fatalf("signing keyless: %v", err)
 	}
