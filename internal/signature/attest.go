@@ -2,6 +2,7 @@ package signature
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -254,9 +255,10 @@ func checkVulnerabilities(statements []*intoto.Statement, want VulnerabilityRequ
 		return fmt.Sprintf("the newest scan, of %s, is older than %s", at.UTC().Format(time.RFC3339), want.MaxAge)
 	}
 	limit := severityRank(want.MaxSeverity)
+	notAffected := notAffectedOf(statements)
 	var above []string
 	for _, r := range newest.GetScanner().GetResult() {
-		if worst(r) > limit {
+		if worst(r) > limit && !notAffected[r.GetId()] {
 			above = append(above, r.GetId())
 		}
 	}
@@ -264,6 +266,57 @@ func checkVulnerabilities(statements []*intoto.Statement, want VulnerabilityRequ
 		return fmt.Sprintf("%d finding(s) above %s: %s", len(above), want.MaxSeverity, strings.Join(above[:min(len(above), 5)], ", "))
 	}
 	return ""
+}
+
+// openVEXPredicate is the prefix of OpenVEX predicate types
+// (https://openvex.dev/ns/v0.2.0).
+const openVEXPredicate = "https://openvex.dev/ns"
+
+// openVEX is the part of an OpenVEX document that says a vulnerability
+// does not affect the product. (github.com/openvex/go-vex is not among the
+// modules uprev may use; these are its field names.)
+type openVEX struct {
+	Statements []struct {
+		Vulnerability json.RawMessage `json:"vulnerability"`
+		Status        string          `json:"status"`
+	} `json:"statements"`
+}
+
+// notAffectedOf returns the vulnerabilities that OpenVEX statements
+// among statements say do not affect the image (status not_affected).
+// A statement counts for the image whose referrers hold it: its subject
+// is the image's digest.
+func notAffectedOf(statements []*intoto.Statement) map[string]bool {
+	out := map[string]bool{}
+	for _, st := range statements {
+		if !strings.HasPrefix(st.GetPredicateType(), openVEXPredicate) {
+			continue
+		}
+		data, err := protojson.Marshal(st.GetPredicate())
+		if err != nil {
+			continue
+		}
+		var doc openVEX
+		if json.Unmarshal(data, &doc) != nil {
+			continue
+		}
+		for _, s := range doc.Statements {
+			if s.Status != "not_affected" {
+				continue
+			}
+			// v0.2 names it {"name": "CVE-…"}; v0.0 as a string.
+			var v struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal(s.Vulnerability, &v) != nil {
+				_ = json.Unmarshal(s.Vulnerability, &v.Name)
+			}
+			if v.Name != "" {
+				out[v.Name] = true
+			}
+		}
+	}
+	return out
 }
 
 // worst is the rank of the highest severity a result states: a severity

@@ -67,6 +67,30 @@ func TestAttestations(t *testing.T) {
 		"a stale scan": {skip: 2, typ: signature.VulnerabilitiesAttestation, reason: "is older than 24h0m0s", extra: []attest{func(e *env, k *signing.Key) {
 			k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-48*time.Hour), nil))
 		}}},
+		"a critical finding not affecting it (OpenVEX)": {skip: 2, extra: []attest{
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-time.Hour), map[string]string{"CVE-2026-9": "CRITICAL"}))
+			},
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signing.OpenVEX, signing.NotAffected("CVE-2026-9"))
+			},
+		}},
+		"an OpenVEX statement of another CVE": {skip: 2, typ: signature.VulnerabilitiesAttestation, reason: "1 finding(s) above HIGH: CVE-2026-7", extra: []attest{
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-time.Hour), map[string]string{"CVE-2026-7": "CRITICAL"}))
+			},
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signing.OpenVEX, signing.NotAffected("CVE-2026-9"))
+			},
+		}},
+		"an OpenVEX statement by another key": {skip: 2, typ: signature.VulnerabilitiesAttestation, reason: "1 finding(s) above HIGH: CVE-2026-9", extra: []attest{
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-time.Hour), map[string]string{"CVE-2026-9": "CRITICAL"}))
+			},
+			func(e *env, _ *signing.Key) {
+				signing.NewKey(t).Attest(t, e.reg, "app", e.digest, signing.OpenVEX, signing.NotAffected("CVE-2026-9"))
+			},
+		}},
 		"the newest scan decides": {skip: 2, extra: []attest{
 			func(e *env, k *signing.Key) {
 				k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-2*time.Hour), map[string]string{"CVE-2026-9": "CRITICAL"}))

@@ -16,7 +16,17 @@ const (
 	SPDXDocument = "https://spdx.dev/Document"
 	// VulnsV02 is the predicate type of Scan.
 	VulnsV02 = "https://in-toto.io/attestation/vulns/v0.2"
+	// OpenVEX is the predicate type of NotAffected.
+	OpenVEX = "https://openvex.dev/ns/v0.2.0"
 )
+
+// NotAffected is an OpenVEX document saying that cve does not affect the
+// image (status not_affected), as `vexctl attest` writes it.
+func NotAffected(cve string) []byte {
+	return fmt.Appendf(nil, `{"@context":"https://openvex.dev/ns/v0.2.0","@id":"https://acme.example/vex/1","author":"acme",
+"timestamp":"2026-11-01T00:00:00Z","version":1,"statements":[{"vulnerability":{"name":%q},"status":"not_affected",
+"justification":"vulnerable_code_not_in_execute_path"},{"vulnerability":{"name":"CVE-2026-7"},"status":"affected"}]}`, cve)
+}
 
 // SPDX is a small SPDX 2.3 document, the predicate of an SBOM attestation.
 var SPDX = []byte(`{"spdxVersion":"SPDX-2.3","SPDXID":"SPDXRef-DOCUMENT","name":"agent","packages":[]}`)
