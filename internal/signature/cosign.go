@@ -329,6 +329,11 @@ func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.
 				if layer.MediaType != BundleArtifactType {
 					continue
 				}
+				if layer.Size > MaxSignatureBytes {
+					// Too large to be read: as a bundle that does not
+					// parse, it verifies nothing, and others are read.
+					return nil
+				}
 				data, err := readBlob(img, layer)
 				if err != nil {
 					return fmt.Errorf("reading layer %s: %w", layer.Digest, err)

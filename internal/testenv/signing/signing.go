@@ -8,6 +8,7 @@
 package signing
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -361,9 +362,23 @@ func pushBundle(t testing.TB, reg *registry.Registry, repo, digest string, pb *p
 	if err != nil {
 		t.Fatalf("encoding a bundle: %v", err)
 	}
+	pushBundleData(t, reg, repo, digest, data)
+}
+
+// PushLargeBundle pushes size bytes of junk as a Sigstore bundle referrer
+// of repo@digest, as someone filling the referrers to stop verification
+// would.
+func PushLargeBundle(t testing.TB, reg *registry.Registry, repo, digest string, size int) {
+	t.Helper()
+	pushBundleData(t, reg, repo, digest, bytes.Repeat([]byte("x"), size))
+}
+
+// pushBundleData pushes data as a bundle referrer of repo@digest.
+func pushBundleData(t testing.TB, reg *registry.Registry, repo, digest string, data []byte) {
+	t.Helper()
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, signature.BundleArtifactType)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(data, signature.BundleArtifactType)})
+	img, err := mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(data, signature.BundleArtifactType)})
 	if err != nil {
 		t.Fatalf("adding a bundle layer: %v", err)
 	}
