@@ -35,8 +35,12 @@ const maxBodyChars = 65536
 const bodyReserve = 1024
 
 // pullRequestBody is the body of the pull request: desc's, with the
-// release notes of its updates within the forge's limit.
+// warnings of the CRDs this run wrote, and the release notes of its
+// updates within the forge's limit.
 func (r *UpdateAutomationReconciler) pullRequestBody(ctx context.Context, run *automationRun, desc forge.Description, api notes.API) string {
+	if desc.Head == run.commit {
+		desc.Warnings = crdWarnings(run)
+	}
 	if r.Notes == nil || len(desc.Updates) == 0 {
 		return forge.Body(desc)
 	}

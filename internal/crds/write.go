@@ -42,6 +42,9 @@ type Change struct {
 	OldVersion string
 	// NewVersion is the version written, when known.
 	NewVersion string
+	// OldManifest is the file's content before an update (Updated only),
+	// to compare the CRD's versions with the new one's.
+	OldManifest []byte
 }
 
 // Result is what Write did, each list sorted by name.
@@ -170,6 +173,7 @@ func Write(root, dir string, bundle *Bundle, opts WriteOptions) (Result, error) 
 			res.Unchanged = append(res.Unchanged, change)
 		default:
 			change.OldVersion = cmp.Or(old.version, opts.PreviousVersion)
+			change.OldManifest = old.data
 			res.Updated = append(res.Updated, change)
 			writes = append(writes, fileWrite{name: crd.Name + ".yaml", data: crd.Manifest, mode: old.mode})
 		}

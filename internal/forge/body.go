@@ -21,6 +21,9 @@ type Description struct {
 	Updates []Update
 	// Commits is the number of automation commits the pull request holds.
 	Commits int
+	// Warnings are what a reviewer must see before merging, such as a
+	// CRD version removed; Markdown, made safe by the caller.
+	Warnings []string
 	// Notes is the Markdown of the updates' release notes, already made
 	// inert and bounded (internal/notes); empty when there are none.
 	Notes string
@@ -72,9 +75,9 @@ type RefusedDowngrade struct {
 	Current, Selected string
 }
 
-// Body writes the Markdown body of a pull request: every change as
-// `old --> new` (digests included where the files carry them), the
-// release notes, the CRD lines, the held versions and the refused
+// Body writes the Markdown body of a pull request: the warnings, every
+// change as `old --> new` (digests included where the files carry them),
+// the release notes, the CRD lines, the held versions and the refused
 // downgrades.
 func Body(d Description) string {
 	var b strings.Builder
@@ -83,6 +86,12 @@ func Body(d Description) string {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "### %s\n\n", title)
+	}
+	if len(d.Warnings) > 0 {
+		section("Warnings")
+		for _, w := range d.Warnings {
+			fmt.Fprintf(&b, "- **Warning:** %s\n", w)
+		}
 	}
 	// The pushed commit's changes, file by file; when the pull request
 	// holds earlier commits too, all its updates, policy by policy.

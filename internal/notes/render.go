@@ -72,7 +72,7 @@ func Render(changes []Change, budget int) string {
 // renderChange writes one change within limit bytes.
 func renderChange(c Change, limit int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<details><summary>Release notes: %s</summary>\n\n", inline(c.Title))
+	fmt.Fprintf(&b, "<details><summary>Release notes: %s</summary>\n\n", Inline(c.Title))
 	if src := webURL(c.Source); src != "" {
 		fmt.Fprintf(&b, "Source: %s\n", src)
 	}
@@ -84,7 +84,7 @@ func renderChange(c Change, limit int) string {
 		if missing == "" {
 			missing = "no release between the two versions"
 		}
-		fmt.Fprintf(&b, "\nNo release notes: %s.\n", inline(missing))
+		fmt.Fprintf(&b, "\nNo release notes: %s.\n", Inline(missing))
 	}
 	const end = "\n</details>\n\n"
 	for i, r := range c.Releases {
@@ -121,7 +121,7 @@ func renderRelease(r Release) string {
 	if u := webURL(r.URL); u != "" {
 		fmt.Fprintf(&b, "\n**[%s](%s)**\n\n", linkText(title), u)
 	} else {
-		fmt.Fprintf(&b, "\n**%s**\n\n", inline(title))
+		fmt.Fprintf(&b, "\n**%s**\n\n", Inline(title))
 	}
 	body := strings.TrimSpace(Sanitize(cutAtLine(r.Body, MaxChangeBytes)))
 	if body == "" {
@@ -204,14 +204,15 @@ func isBidi(r rune) bool {
 	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
 }
 
-// inline is untrusted text for one line: sanitized, newlines folded.
-func inline(s string) string {
+// Inline is untrusted text for one line of Markdown: sanitized (see
+// Sanitize), whitespace and newlines folded to single spaces.
+func Inline(s string) string {
 	return strings.Join(strings.Fields(Sanitize(s)), " ")
 }
 
 // linkText is inline text safe inside [ ].
 func linkText(s string) string {
-	return strings.NewReplacer("[", `\[`, "]", `\]`).Replace(inline(s))
+	return strings.NewReplacer("[", `\[`, "]", `\]`).Replace(Inline(s))
 }
 
 // webURL returns u when it is an absolute http or https address without
