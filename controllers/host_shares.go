@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -24,6 +26,13 @@ type shareReasons struct {
 var (
 	gitShareReasons    = shareReasons{busy: uprevv1.GitSlotsBusyReason, timedOut: uprevv1.GitTimeoutReason}
 	sourceShareReasons = shareReasons{busy: uprevv1.SourceBusyReason, timedOut: uprevv1.SourceUnreachableReason}
+	forgeShareReasons  = shareReasons{busy: forgeBusyReason, timedOut: uprevv1.PullRequestFailedReason}
+)
+
+// forgeBusyReason: the pull request of a pushed commit waits because its
+// forge's API already holds its share of the workers.
+const (
+	forgeBusyReason = "ForgeBusy"
 )
 
 // takeHostShare takes, at now, for the object obj, its kind's share of the
@@ -37,7 +46,27 @@ var (
 // told the run's error, which isTimeout tells apart: a timeout puts the
 // host on probation, anything else (an answer, even a refusal) ends it.
 func takeHostShare(shares *workerShares, now time.Time, obj types.NamespacedName, host string, reasons shareReasons, isTimeout func(error) bool) (release func(err error), err error) {
-	give, busy, ok := shares.tryAcquire(now, obj, host, namespaceShareKey(obj.Namespace))
+	return takeShares(shares, now, obj, host, reasons, isTimeout, namespaceShareKey(obj.Namespace))
+}
+
+// takeForgeShare is takeHostShare for the forge calls of a run that
+// already holds its namespace's share (its Git share): a share of the
+// forge API at apiURL alone, so that a forge that never answers holds at
+// most its share of the workers.
+func takeForgeShare(shares *workerShares, now time.Time, obj types.NamespacedName, apiURL string) (release func(err error), err error) {
+	return takeShares(shares, now, obj, hostShareKey("forge", urlHost(apiURL), ""), forgeShareReasons, isForgeTimeout)
+}
+
+// isForgeTimeout tells a forge call that got no answer in time.
+func isForgeTimeout(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+}
+
+// takeShares takes a share of host and of the other keys (see
+// takeHostShare).
+func takeShares(shares *workerShares, now time.Time, obj types.NamespacedName, host string, reasons shareReasons, isTimeout func(error) bool, others ...string) (release func(err error), err error) {
+	give, busy, ok := shares.tryAcquire(now, obj, append([]string{host}, others...)...)
 	if ok {
 		return func(err error) {
 			var timedOut error
@@ -67,24 +96,32 @@ func isGitTimeout(err error) bool { return errors.Is(err, gitrepo.ErrTimeout) }
 // gitShareKey is the worker share of the Git server at rawURL: its host,
 // with the proxy its traffic goes through, if any.
 func gitShareKey(rawURL, proxy string) string {
-	return hostShareKey("Git server", rawURL, proxy)
+	return hostShareKey("Git server", urlHost(rawURL), proxy)
 }
 
-// hostShareKey is the worker share of the server of what at rawURL (an
-// http(s), ssh or scp-like address): its host, with the proxy its traffic
-// goes through, if any. It names no credentials.
-func hostShareKey(what, rawURL, proxy string) string {
-	host := rawURL
-	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
-		host = u.Host
-	} else if h, ok := scpHost(rawURL); ok {
-		host = h
-	}
+// hostShareKey is the one spelling of the worker share of a host behind a
+// proxy, for registries, Git servers, sources and forges: what the host
+// serves, the host (with its port, if any) and, when its traffic goes
+// through a proxy, which one (its host, or the Secret that names it). It
+// names no credentials.
+func hostShareKey(what, host, proxy string) string {
 	key := what + " " + host
 	if proxy != "" {
 		key += " via proxy " + proxy
 	}
 	return key
+}
+
+// urlHost is the host (with its port, if any) of rawURL, an http(s), ssh
+// or scp-like address, or rawURL itself when it has none. It drops any
+// credentials.
+func urlHost(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
+		return u.Host
+	} else if h, ok := scpHost(rawURL); ok {
+		return h
+	}
+	return rawURL
 }
 
 // scpHost reads the host of an scp-like Git address ([user@]host:path).

@@ -212,16 +212,17 @@ func scanShareKeys(repo *imagev1.ImageRepository) []string {
 }
 
 // registryShareKey is the worker share of repo's registry: its host, with
-// the proxy its requests go through.
+// the proxy its requests go through (the Secret that names it).
 func registryShareKey(repo *imagev1.ImageRepository) string {
 	host, err := registry.RegistryHost(repo.Spec.Image)
 	if err != nil {
 		host = repo.Spec.Image
 	}
+	proxy := ""
 	if ref := repo.Spec.ProxySecretRef; ref != nil {
-		host += " via the proxy of Secret " + repo.Namespace + "/" + ref.Name
+		proxy = "Secret " + repo.Namespace + "/" + ref.Name
 	}
-	return "registry " + host
+	return hostShareKey("registry", host, proxy)
 }
 
 // namespaceShareKey is the worker share of namespace ns.

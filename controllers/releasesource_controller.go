@@ -91,7 +91,7 @@ func (r *ReleaseSourceReconciler) reconcile(ctx context.Context, rs *uprevv1.Rel
 	if wait := sourceScanDueIn(rs, now); wait > 0 {
 		return outcome{message: sourceMessage(rs, kind), requeueAfter: wait}
 	}
-	release, err := takeHostShare(r.shares, now, client.ObjectKeyFromObject(rs), hostShareKey("source server", kind.URL(), ""), sourceShareReasons, isSourceTimeout)
+	release, err := takeHostShare(r.shares, now, client.ObjectKeyFromObject(rs), hostShareKey("source server", urlHost(kind.URL()), ""), sourceShareReasons, isSourceTimeout)
 	if err != nil {
 		return outcome{err: err}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/fluxcd/pkg/auth/githubapp"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/forge"
@@ -141,13 +142,18 @@ func pullRequestDue(auto *uprevv1.UpdateAutomation, pushed, pushTip string) (hea
 // after a push, or retries the one an earlier push left due. A failure is
 // PullRequestFailed and retried with backoff, or after the wait the
 // forge's rate limit asks for; the pushed commit is kept either way.
-func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run *automationRun) error {
+func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run *automationRun) (err error) {
 	auto := run.auto
 	head, due := pullRequestDue(auto, run.commit, run.session.PushTip())
 	if !due {
 		return nil
 	}
 	spec := auto.Spec.Git.Push.PullRequest
+	release, err := takeForgeShare(run.front.gitShares, r.Clock.Now(), client.ObjectKeyFromObject(auto), forgeAPIURL(spec))
+	if err != nil {
+		return err
+	}
+	defer func() { release(err) }()
 	run.pr.head = head
 	token, err := r.forgeToken(ctx, run)
 	if err != nil {
@@ -177,6 +183,18 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 	}
 	ctrl.LoggerFrom(ctx).Info("Pull request up to date", "number", pr.Number, "url", pr.URL, "created", pr.Created, "commit", head)
 	return nil
+}
+
+// forgeAPIURL is the API of the pull request's forge: spec.url, or its
+// provider's default.
+func forgeAPIURL(spec *uprevv1.PullRequestSpec) string {
+	switch {
+	case spec.URL != "":
+		return spec.URL
+	case spec.Provider == string(forge.GitLab):
+		return forge.DefaultGitLabURL
+	}
+	return forge.DefaultGitHubURL
 }
 
 // forgeTimeout bounds each call to a forge's API.
