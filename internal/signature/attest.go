@@ -2,6 +2,7 @@ package signature
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -13,7 +14,7 @@ import (
 	provenance1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
 	vulns02 "github.com/in-toto/attestation/go/predicates/vulns/v02"
 	intoto "github.com/in-toto/attestation/go/v1"
-	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/verify"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -91,8 +92,9 @@ type AttestationVerdict struct {
 
 // Attestations checks the attestations of image@digest against req: only
 // those signed as policy (a cosign key or keyless policy) accepts count.
-// They are read from the Sigstore bundles among the digest's referrers,
-// at most MaxSignatures, each at most MaxSignatureBytes. now dates a scan.
+// They are read from the Sigstore bundles among the digest's referrers
+// and from the cosign 2 tag AttestationTag(digest), at most MaxSignatures
+// of each, each at most MaxSignatureBytes. now dates a scan.
 func Attestations(ctx context.Context, reg Registry, image, digest string, policy Policy, req Requirements, now time.Time) (AttestationVerdict, error) {
 	p, ok := policy.(*cosignPolicy)
 	if !ok {
@@ -116,16 +118,17 @@ func Attestations(ctx context.Context, reg Registry, image, digest string, polic
 	if err != nil {
 		return AttestationVerdict{}, err
 	}
+	tagged, err := tagAttestations(ctx, reg, image, hash)
+	if err != nil {
+		return AttestationVerdict{}, err
+	}
 	var statements []*intoto.Statement
-	for _, e := range entities {
-		b, ok := e.entity.(*bundle.Bundle)
-		if !ok || !p.verifyEntity(e).Verified {
+	for _, e := range append(entities, tagged...) {
+		if !p.verifyEntity(e).Verified {
 			continue
 		}
-		if env, err := b.Envelope(); err == nil {
-			if st, err := env.Statement(); err == nil {
-				statements = append(statements, st)
-			}
+		if st, err := statementOf(e.entity); err == nil {
+			statements = append(statements, st)
 		}
 	}
 	if req.Provenance != nil {
@@ -142,6 +145,20 @@ func Attestations(ctx context.Context, reg Registry, image, digest string, polic
 		}
 	}
 	return AttestationVerdict{Passed: true}, nil
+}
+
+// statementOf returns the in-toto statement that e's DSSE envelope signs;
+// an error for a message signature.
+func statementOf(e verify.SignedEntity) (*intoto.Statement, error) {
+	sc, err := e.SignatureContent()
+	if err != nil {
+		return nil, err
+	}
+	env := sc.EnvelopeContent()
+	if env == nil {
+		return nil, errors.New("not a DSSE envelope")
+	}
+	return env.Statement()
 }
 
 // predicate decodes the predicate of st into m, ignoring fields m does

@@ -99,6 +99,15 @@ func TestAttestations(t *testing.T) {
 				k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-time.Hour), nil))
 			},
 		}},
+		"provenance in the cosign 2 .att tag": {skip: 0, extra: []attest{func(e *env, k *signing.Key) {
+			k.AttestTag(t, e.reg, "app", e.digest, signature.SLSAProvenanceV1, signing.ProvenanceV1(githubBuilder, agentRepo, "refs/tags/v1.0.0"))
+		}}},
+		"a wrong builder in the .att tag": {skip: 0, typ: signature.ProvenanceAttestation, reason: `built by "https://evil.example/builder"`, extra: []attest{func(e *env, k *signing.Key) {
+			k.AttestTag(t, e.reg, "app", e.digest, signature.SLSAProvenanceV1, signing.ProvenanceV1("https://evil.example/builder", agentRepo, "refs/tags/v1.0.0"))
+		}}},
+		"an .att tag by another key": {skip: 0, typ: signature.ProvenanceAttestation, reason: "no SLSA provenance attestation", extra: []attest{func(e *env, _ *signing.Key) {
+			signing.NewKey(t).AttestTag(t, e.reg, "app", e.digest, signature.SLSAProvenanceV1, signing.ProvenanceV1(githubBuilder, agentRepo, "refs/tags/v1.0.0"))
+		}}},
 		"attested by another key": {skip: -1, otherKey: true, typ: signature.ProvenanceAttestation, reason: "no SLSA provenance attestation"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -180,5 +189,6 @@ func TestAttestationsPastTheBounds(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Passed).To(BeFalse())
 	g.Expect(v.Reason).To(ContainSubstring("no SPDX or CycloneDX attestation"))
-	g.Expect(e.reg.Counts().ManifestGet).To(BeNumerically("<=", signature.MaxSignatures))
+	// 16 bundles, and the .att tag (not found).
+	g.Expect(e.reg.Counts().ManifestGet).To(BeNumerically("<=", signature.MaxSignatures+1))
 }

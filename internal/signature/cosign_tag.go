@@ -20,7 +20,7 @@ import (
 // a key or a certificate, and the Rekor entry cosign attached.
 type tagEntity struct {
 	verify.BaseSignedEntity
-	signature    *bundle.MessageSignature
+	signature    verify.SignatureContent
 	verification verify.VerificationContent
 	entries      []*tlog.Entry
 }
@@ -46,32 +46,40 @@ func newTagEntity(payload []byte, annotations map[string]string) (*tagEntity, bo
 	}
 	sum := sha256.Sum256(payload)
 	e := &tagEntity{signature: bundle.NewMessageSignature(sum[:], "SHA2_256", sig)}
+	keyless, err := e.readMaterial(annotations)
+	return e, keyless, err
+}
+
+// readMaterial reads the key or certificate, and the Rekor entry, of a
+// cosign 2 layer from its annotations; keyless tells whether it carries a
+// certificate.
+func (e *tagEntity) readMaterial(annotations map[string]string) (keyless bool, err error) {
 	certPEM := annotations[CertificateAnnotation]
 	if certPEM == "" {
 		e.verification = &bundle.PublicKey{}
-		return e, false, nil
+		return false, nil
 	}
 	certs, err := cryptoutils.UnmarshalCertificatesFromPEM([]byte(certPEM))
 	if err != nil || len(certs) == 0 {
-		return nil, true, errors.New("the certificate does not parse")
+		return true, errors.New("the certificate does not parse")
 	}
 	e.verification = bundle.NewCertificate(certs[0])
 	if raw := annotations[RekorBundleAnnotation]; raw != "" {
 		var rb rekorBundle
 		if err := json.Unmarshal([]byte(raw), &rb); err != nil {
-			return nil, true, fmt.Errorf("the Rekor bundle does not parse: %w", err)
+			return true, fmt.Errorf("the Rekor bundle does not parse: %w", err)
 		}
 		logID, err := hex.DecodeString(rb.Payload.LogID)
 		if err != nil {
-			return nil, true, fmt.Errorf("the Rekor log ID does not parse: %w", err)
+			return true, fmt.Errorf("the Rekor log ID does not parse: %w", err)
 		}
 		entry, err := tlog.NewEntry(rb.Payload.Body, rb.Payload.IntegratedTime, rb.Payload.LogIndex, logID, rb.SignedEntryTimestamp, nil) //nolint:staticcheck // cosign 2's bundle has exactly these fields
 		if err != nil {
-			return nil, true, fmt.Errorf("the Rekor entry does not parse: %w", err)
+			return true, fmt.Errorf("the Rekor entry does not parse: %w", err)
 		}
 		e.entries = []*tlog.Entry{entry}
 	}
-	return e, true, nil
+	return true, nil
 }
 
 // VerificationContent implements verify.SignedEntity.

@@ -336,21 +336,7 @@ func (s *Sigstore) logEntry(t testing.TB, entry *tlog.Entry) *protorekor.Transpa
 // manifest at the .sig tag of digest, creating it when missing.
 func pushTagSignature(t testing.TB, reg *registry.Registry, repo, digest string, payload []byte, annotations map[string]string) {
 	t.Helper()
-	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
-	if existing, err := reg.Get(repo, signature.SignatureTag(digest)); err == nil {
-		if base, err = existing.Image(); err != nil {
-			t.Fatalf("reading the signatures of %s: %v", digest, err)
-		}
-	}
-	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:       static.NewLayer(payload, signature.SimpleSigningMediaType),
-		Annotations: annotations,
-	})
-	if err != nil {
-		t.Fatalf("adding a signature layer: %v", err)
-	}
-	reg.Push(t, repo, signature.SignatureTag(digest), img)
+	pushTagLayer(t, reg, repo, signature.SignatureTag(digest), signature.SimpleSigningMediaType, payload, annotations)
 }
 
 // pushBundle pushes pb as a referrer of repo@digest. The in-process

@@ -1,0 +1,100 @@
+package signature
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/secure-systems-lab/go-securesystemslib/dsse"
+	"github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/uprev-dev/uprev/internal/registry"
+)
+
+// DSSEMediaType is the media type of a cosign 2 attestation layer: a DSSE
+// envelope of an in-toto statement.
+const DSSEMediaType = "application/vnd.dsse.envelope.v1+json"
+
+// AttestationTag is the tag where cosign 2 stores the attestations of
+// digest: sha256:abc… → sha256-abc….att.
+func AttestationTag(digest string) string {
+	return strings.Replace(digest, ":", "-", 1) + ".att"
+}
+
+// tagAttestations reads the attestations of the cosign 2 layout (`cosign
+// attest` before cosign 3): the DSSE envelopes in the layers of the
+// manifest at AttestationTag(digest), at most MaxSignatures, each at most
+// MaxSignatureBytes (a larger one is skipped), with their key or
+// certificate and Rekor entry in the layer annotations. An envelope whose
+// statement names another digest is left out.
+func tagAttestations(ctx context.Context, reg Registry, image string, digest v1.Hash) ([]signedEntity, error) {
+	want, err := hex.DecodeString(digest.Hex)
+	if err != nil {
+		return nil, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
+	}
+	var out []signedEntity
+	tag := AttestationTag(digest.String())
+	err = reg.ReadTagged(ctx, image, tag, func(img v1.Image) error {
+		manifest, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		for i, layer := range manifest.Layers {
+			if i == MaxSignatures {
+				break
+			}
+			if layer.MediaType != DSSEMediaType || layer.Size > MaxSignatureBytes {
+				continue
+			}
+			data, err := readBlob(img, layer)
+			if err != nil {
+				return fmt.Errorf("reading layer %s: %w", layer.Digest, err)
+			}
+			var env dsse.Envelope
+			if json.Unmarshal(data, &env) != nil {
+				continue
+			}
+			e := &tagEntity{signature: &bundle.Envelope{Envelope: &env}}
+			keyless, err := e.readMaterial(layer.Annotations)
+			if err != nil || !envelopeNames(e, digest) {
+				// An attestation that does not parse, or of another
+				// image, verifies nothing.
+				continue
+			}
+			out = append(out, signedEntity{
+				entity:   e,
+				artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) },
+				keyless:  keyless,
+				where:    fmt.Sprintf("attestation %d at tag %s", i, tag),
+			})
+		}
+		return nil
+	})
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the cosign attestations of %s@%s: %w", image, digest, err)
+	}
+	return out, nil
+}
+
+// envelopeNames tells whether the in-toto statement of e's envelope names
+// digest among its subjects.
+func envelopeNames(e *tagEntity, digest v1.Hash) bool {
+	st, err := statementOf(e)
+	if err != nil {
+		return false
+	}
+	for _, subject := range st.GetSubject() {
+		if subject.GetDigest()[digest.Algorithm] == digest.Hex {
+			return true
+		}
+	}
+	return false
+}
