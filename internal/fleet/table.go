@@ -9,6 +9,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/apply"
 	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/policy"
 	"github.com/uprev-dev/uprev/internal/registry"
@@ -374,16 +375,20 @@ func holdOn(holds []uprevv1.Hold, ref update.Ref) *uprevv1.Hold {
 }
 
 // versionsOf returns the versions that a target runs of the image whose
-// canonical name is canonical, sorted as the target's components are.
+// canonical name is canonical, sorted as the target's components are:
+// apply.RunningOf's answer, so a component pinned by digest alone is
+// shown (with no tag), as the promotion gate reads it too.
 func versionsOf(ts *uprevv1.TargetStatus, canonical string) []Version {
 	if ts == nil {
 		return nil
 	}
+	cs := make([]apply.Component, len(ts.Components))
+	for i, c := range ts.Components {
+		cs[i] = apply.Component{Image: c.Image, Tag: c.Tag, Digest: c.Digest}
+	}
 	var versions []Version
-	for _, c := range ts.Components {
-		if got, err := registry.CanonicalName(c.Image); err == nil && got == canonical {
-			versions = append(versions, Version{Tag: c.Tag, Digest: c.Digest})
-		}
+	for _, c := range apply.RunningOf(cs, canonical) {
+		versions = append(versions, Version{Tag: c.Tag, Digest: c.Digest})
 	}
 	return versions
 }

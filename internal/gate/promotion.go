@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/apply"
 )
 
 // Promotion is the name of the gate that holds a version back until the
@@ -77,9 +77,12 @@ func stageOf(g Gate, canonical string) *stage {
 	st := &stage{gate: g.Name, sync: p.Sync, healthy: p.HealthyFor, targets: make([]stageTarget, 0, len(p.Targets))}
 	for _, t := range p.Targets {
 		tt := stageTarget{name: t.Name, digests: map[string][]string{}, since: t.HealthySince}
-		var runs []string
-		for _, c := range t.Components {
-			if name, err := registry.CanonicalName(c.Image); err != nil || name != canonical || c.Tag == "" {
+		var runs, pinned []string
+		for _, c := range apply.RunningOf(componentsOf(t), canonical) {
+			if c.Tag == "" {
+				// Pinned by digest alone: runs the image, but no version
+				// a candidate tag could be.
+				pinned = append(pinned, c.Digest)
 				continue
 			}
 			if _, ok := tt.digests[c.Tag]; !ok {
@@ -91,6 +94,8 @@ func stageOf(g Gate, canonical string) *stage {
 		switch {
 		case len(t.Components) == 0 && t.HealthySince.IsZero():
 			reason = fmt.Sprintf("%s of Sync %s has applied nothing healthy yet", t.Name, p.Sync)
+		case len(runs) == 0 && len(pinned) > 0:
+			reason = fmt.Sprintf("%s runs %s pinned by digest alone (%s), no tagged version", t.Name, canonical, strings.Join(pinned, ", "))
 		case len(runs) == 0:
 			reason = fmt.Sprintf("%s runs no version of %s", t.Name, canonical)
 		}
@@ -98,6 +103,15 @@ func stageOf(g Gate, canonical string) *stage {
 		st.targets = append(st.targets, tt)
 	}
 	return st
+}
+
+// componentsOf returns the components of t as internal/apply names them.
+func componentsOf(t Target) []apply.Component {
+	cs := make([]apply.Component, len(t.Components))
+	for i, c := range t.Components {
+		cs[i] = apply.Component(c)
+	}
+	return cs
 }
 
 // hold returns the hold of this stage on tag at now, if it holds it back:
