@@ -145,6 +145,7 @@ func (k *kinds) addWriteBack(context.Context) error {
 	opts := k.opts
 	automations := &UpdateAutomationReconciler{Clones: k.clones, Scanner: k.scanner, TokenCache: k.tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout),
 		Notes:           notes.NewFetcher(opts.DenyCIDRs.Client(forgeTimeout), opts.Clock),
+		Tags:            &registry.Store{Dir: filepath.Join(opts.StoragePath, "tags"), Clock: opts.Clock},
 		MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: k.pushes, Clock: opts.Clock, DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs,
 		Scans: update.NewScanCache(markerScanCacheSize)}
 	if err := k.add("UpdateAutomation", &automations.reconciler, func() error { return automations.SetupWithManager(k.mgr, k.copts) }); err != nil {

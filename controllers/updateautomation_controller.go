@@ -54,6 +54,9 @@ type UpdateAutomationReconciler struct {
 	// Notes finds the release notes of pull requests' updates; nil leaves
 	// them out.
 	Notes *notes.Fetcher
+	// Tags is the tag store the image scans write, read for the time a
+	// version was first seen; nil leaves it out of pull requests.
+	Tags *registry.Store
 	// DefaultServiceAccount is the cloud identity of CRD-bundle pulls from
 	// repositories without serviceAccountName (see cloudIdentity).
 	DefaultServiceAccount string

@@ -67,6 +67,9 @@ func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *auto
 			continue
 		}
 		c := notes.Change{Title: fmt.Sprintf("%s: %s --> %s", u.Policy, u.Old, u.New)}
+		if seen := r.firstSeen(ctx, pol, u.New); !seen.IsZero() {
+			c.Checked = append(c.Checked, fmt.Sprintf("First seen: %s (%s ago)", seen.UTC().Format(time.RFC3339), releaseAge(r.Clock.Now().Sub(seen))))
+		}
 		newLabels, oldLabels, err := r.imageLabels(ctx, pol, u.Old, u.New)
 		c.Source = newLabels[ociSource]
 		switch {
@@ -84,6 +87,39 @@ func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *auto
 		out = append(out, c)
 	}
 	return out
+}
+
+// firstSeen is when the image scans first saw tag of pol's image, zero
+// when not known.
+func (r *UpdateAutomationReconciler) firstSeen(ctx context.Context, pol *imagev1.ImagePolicy, tag string) time.Time {
+	if r.Tags == nil {
+		return time.Time{}
+	}
+	repo, err := allowedRepository(ctx, r.Client, pol, r.NoCrossNamespaceRefs)
+	if err != nil {
+		return time.Time{}
+	}
+	seen, err := r.Tags.SeenTags(repoKey(repo))
+	if err != nil {
+		return time.Time{}
+	}
+	for _, t := range seen {
+		if t.Name == tag {
+			return t.FirstSeen
+		}
+	}
+	return time.Time{}
+}
+
+// releaseAge says an age in days, hours, or minutes under an hour.
+func releaseAge(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }
 
 // imageLabels returns the labels and manifest annotations of the new and

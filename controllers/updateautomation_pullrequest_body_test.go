@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -29,7 +31,8 @@ func labelledImage(t *testing.T, tag string, labels map[string]string) v1.Image 
 // names, newest first, every release of the repository the new version's
 // org.opencontainers.image.source label names between the old and the
 // new version, read through the pull request's GitHub API; it links the
-// compare page of the two versions' revisions; notes that try to mention
+// compare page of the two versions' revisions and says when the new
+// version was first seen; notes that try to mention
 // someone, close the block or pass for uprev's trailers are inert.
 func TestPullRequestBodyHasReleaseNotes(t *testing.T) {
 	g := NewWithT(t)
@@ -62,12 +65,19 @@ func TestPullRequestBodyHasReleaseNotes(t *testing.T) {
 	st := waitForPullRequest(t, auto, "")
 	prs := gh.PullRequests()
 	g.Expect(prs).To(HaveLen(1))
+	// When the scan first saw 1.3.0, and how long ago, by the manager's clock.
+	seen := regexp.MustCompile(`(?m)^First seen: \S+ \(\d+ (min|h|days) ago\)$`).FindString(prs[0].Body)
+	g.Expect(seen).NotTo(BeEmpty(), prs[0].Body)
+	at, err := time.Parse(time.RFC3339, strings.Fields(seen)[2])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(at).NotTo(BeTemporally(">", testClock.Now()))
 	want := "### Changes\n\n" +
 		"- `apps/agent.yaml` (NS/agent): `IMAGE:1.0.0` --> `IMAGE:1.3.0`\n\n" +
 		"### Release notes\n\n" +
 		"<details><summary>Release notes: NS/agent: 1.0.0 --> 1.3.0</summary>\n\n" +
 		"Source: SOURCE\n" +
-		"Compare: SOURCE/compare/1111111aaaaaaa...3333333ccccccc\n\n" +
+		"Compare: SOURCE/compare/1111111aaaaaaa...3333333ccccccc\n" +
+		seen + "\n\n" +
 		"**[v1.3.0](SOURCE/releases/tag/v1.3.0)**\n\n" +
 		"> Thanks @\u200bsomeone!\n" +
 		"> &lt;/details>\n" +

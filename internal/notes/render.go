@@ -47,6 +47,9 @@ type Change struct {
 	CompareURL string
 	// Missing says why there are no notes, when there are none.
 	Missing string
+	// Checked are uprev's own lines on what it checked of the new
+	// version, such as when it was first seen.
+	Checked []string
 }
 
 // cutMarker is the reserve kept for the line that says the notes were cut.
@@ -78,6 +81,9 @@ func renderChange(c Change, limit int) string {
 	}
 	if cmp := webURL(c.CompareURL); cmp != "" {
 		fmt.Fprintf(&b, "Compare: %s\n", cmp)
+	}
+	for _, line := range c.Checked {
+		fmt.Fprintf(&b, "%s\n", Inline(line))
 	}
 	if len(c.Releases) == 0 {
 		missing := c.Missing

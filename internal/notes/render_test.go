@@ -148,16 +148,19 @@ func TestRenderBounds(t *testing.T) {
 	}
 }
 
-// TestRenderMissing: a change without notes says why, and keeps its links.
+// TestRenderMissing: a change without notes says why, and keeps its links
+// and what uprev checked.
 func TestRenderMissing(t *testing.T) {
 	out := Render([]Change{{
 		Title: "apps/agent: 1.0.0 --> 1.1.0", Source: "https://github.com/acme/agent",
 		CompareURL: "https://github.com/acme/agent/compare/aaaaaaa...bbbbbbb",
 		Missing:    "listing the releases: HTTP 500 from @evil",
+		Checked:    []string{"First seen: 2026-11-28T08:00:00Z (3 days ago)"},
 	}}, 65536)
 	want := "<details><summary>Release notes: apps/agent: 1.0.0 --> 1.1.0</summary>\n\n" +
 		"Source: https://github.com/acme/agent\n" +
-		"Compare: https://github.com/acme/agent/compare/aaaaaaa...bbbbbbb\n\n" +
+		"Compare: https://github.com/acme/agent/compare/aaaaaaa...bbbbbbb\n" +
+		"First seen: 2026-11-28T08:00:00Z (3 days ago)\n\n" +
 		"No release notes: listing the releases: HTTP 500 from @\u200bevil.\n\n</details>\n\n"
 	if out != want {
 		t.Errorf("got\n%q\nwant\n%q", out, want)
