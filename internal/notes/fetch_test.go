@@ -2,6 +2,9 @@ package notes
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +95,23 @@ func TestFetchDeniedAndBounded(t *testing.T) {
 	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), clk)
 	if _, err := f.Releases(context.Background(), api, "https://github.example/acme/big", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
 		t.Errorf("answer past the bound: %v", err)
+	}
+}
+
+// TestFetchFromAHostThatNeverAnswers: a notes host that accepts the
+// request and never answers costs the caller its deadline, no more.
+func TestFetchFromAHostThatNeverAnswers(t *testing.T) {
+	stuck := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) { <-req.Context().Done() }))
+	t.Cleanup(stuck.Close)
+	f := NewFetcher(outbound.Denylist{}.Client(time.Minute), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := f.Releases(ctx, API{URL: stuck.URL}, "https://github.example/acme/agent", "1.0.0", "1.1.0")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v, want the deadline's", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s, the deadline was 300ms", took)
 	}
 }
