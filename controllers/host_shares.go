@@ -69,11 +69,15 @@ func takeShares(shares *workerShares, now time.Time, obj types.NamespacedName, h
 	give, busy, ok := shares.tryAcquire(now, obj, append([]string{host}, others...)...)
 	if ok {
 		return func(err error) {
-			var timedOut error
-			if err != nil && isTimeout(err) {
-				timedOut = err
+			// A run put off after it took its share (for a kept clone in
+			// use, a forge's share) did not hear from the host.
+			if !(outcome{err: err}).putOff() {
+				var timedOut error
+				if err != nil && isTimeout(err) {
+					timedOut = err
+				}
+				shares.settle(host, timedOut)
 			}
-			shares.settle(host, timedOut)
 			give()
 		}, nil
 	}
@@ -135,4 +139,22 @@ func scpHost(rawURL string) (string, bool) {
 		host = before
 	}
 	return host, host != ""
+}
+
+// openClone is how a run of obj opens its kept clone: without waiting for
+// another run that uses it (gitrepo.WakeWhenFree). A clone in use puts the
+// run off (cloneBusy), and the run is woken through shares, the same way a
+// share's turn wakes it, when the clone is given back.
+func openClone(ctx context.Context, shares *workerShares, obj types.NamespacedName) context.Context {
+	return gitrepo.WakeWhenFree(ctx, func() { shares.wake(obj) })
+}
+
+// cloneBusy is the error of a run that found its kept clone in use (err
+// wraps gitrepo.ErrCloneBusy): put off, its request not handled, until it
+// is woken or, at the latest, after busyRetry. Nil for any other err.
+func cloneBusy(err error) error {
+	if !errors.Is(err, gitrepo.ErrCloneBusy) {
+		return nil
+	}
+	return waiting(uprevv1.GitSlotsBusyReason, busyRetry, fmt.Errorf("waiting: %w", err))
 }

@@ -230,11 +230,21 @@ func (s *workerShares) release(when time.Time, keys []string) {
 	}
 	s.mu.Unlock()
 	for _, obj := range woken {
-		select {
-		case s.woken <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name}}}:
-		default:
-			// The buffer is full: obj comes back at its retry.
-		}
+		s.wake(obj)
+	}
+}
+
+// wake runs obj again: its turn came, for a share of the workers or for
+// what else it was put off for (a kept clone in use). A nil workerShares
+// wakes nothing.
+func (s *workerShares) wake(obj types.NamespacedName) {
+	if s == nil {
+		return
+	}
+	select {
+	case s.woken <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name}}}:
+	default:
+		// The buffer is full: obj comes back at its retry.
 	}
 }
 

@@ -56,7 +56,12 @@ func (r *SyncReconciler) build(ctx context.Context, run *syncRun) error {
 		return err
 	}
 	ref := gitrepo.Ref{Branch: spec.Git.Ref.Branch, Tag: spec.Git.Ref.Tag, Commit: spec.Git.Ref.Commit}
-	session, revision, err := r.Clones.OpenRevision(ctx, remote, ref, objectID("Sync", client.ObjectKeyFromObject(run.sync)))
+	key := client.ObjectKeyFromObject(run.sync)
+	session, revision, err := r.Clones.OpenRevision(openClone(ctx, r.gitShares, key), remote, ref, objectID("Sync", key))
+	if busy := cloneBusy(err); busy != nil {
+		release(busy)
+		return busy
+	}
 	defer release(err)
 	if err != nil {
 		if errors.Is(err, gitrepo.ErrInvalidRef) {

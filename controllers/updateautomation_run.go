@@ -212,7 +212,8 @@ func (r *UpdateAutomationReconciler) takeGitShare(_ context.Context, run *automa
 	return nil
 }
 
-// openRepository brings the kept clone up to date and locks it for the run.
+// openRepository brings the kept clone up to date and locks it for the
+// run; a clone in use puts the run off until it frees (openClone).
 func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *automationRun) error {
 	front := run.front
 	remote, err := gitRemote(ctx, r.Client, r.TokenCache, gitAccess{kind: front.kind, object: front.object, secretNamespace: front.gitSecretNamespace}, run.auto.Spec.Git.GitSource)
@@ -226,11 +227,15 @@ func (r *UpdateAutomationReconciler) openRepository(ctx context.Context, run *au
 		}
 		remote.UseProxy(proxy)
 	}
-	run.session, err = r.Clones.Open(ctx, remote, gitrepo.OpenOptions{
+	key := client.ObjectKeyFromObject(run.auto)
+	run.session, err = r.Clones.Open(openClone(ctx, front.gitShares, key), remote, gitrepo.OpenOptions{
 		Branch:     run.auto.Spec.Git.Ref.Branch,
 		PushBranch: run.auto.PushBranch(),
-		Owner:      objectID(front.kind, client.ObjectKeyFromObject(run.auto)),
+		Owner:      objectID(front.kind, key),
 	})
+	if busy := cloneBusy(err); busy != nil {
+		return busy
+	}
 	if err != nil {
 		return gitError(fmt.Errorf("fetching %s: %w", remote.Redacted(), err))
 	}

@@ -68,6 +68,10 @@ type keptClone struct {
 	store *objectStore
 	// users counts the sessions that hold or wait for lock.
 	users int
+	// waiting are the users that found lock taken and did not wait for it
+	// (WakeWhenFree), in the order they came: when the lock is given back,
+	// the first is woken.
+	waiting []waiter
 	// lastUsed is when the last session closed, or when the clone was
 	// found on disk.
 	lastUsed time.Time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -63,7 +64,8 @@ type Session struct {
 }
 
 // Open locks the kept clone of remote and opts.Branch, waiting for other
-// users of it (for ctx, and at most the remote's timeout), then clones or fetches it and checks out the tip
+// users of it (for ctx, and at most the remote's timeout; not at all when
+// ctx says WakeWhenFree), then clones or fetches it and checks out the tip
 // of the branch in its working tree.
 func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Session, error) {
 	if opts.Branch == "" {
@@ -84,34 +86,57 @@ func (c *Cache) Open(ctx context.Context, remote *Remote, opts OpenOptions) (*Se
 	return s, nil
 }
 
+// ErrCloneBusy means the kept clone a run asked for is in use by another
+// run, and the run asked not to wait for it (WakeWhenFree): it is woken
+// when the clone is given back.
+var ErrCloneBusy = errors.New("another run is using it")
+
+// waiter is a user that found a kept clone in use: its owner, and how it
+// is woken.
+type waiter struct {
+	owner string
+	wake  func()
+}
+
+// wakeKey is the context key of WakeWhenFree.
+type wakeKey struct{}
+
+// WakeWhenFree returns ctx for a run that must not wait for a kept clone
+// in use: Open and OpenRevision then fail at once with ErrCloneBusy, and
+// wake is called once, when the clone is given back. Of the runs that
+// found a clone in use, the first is woken; each of them runs it and is
+// woken after it in turn.
+func WakeWhenFree(ctx context.Context, wake func()) context.Context {
+	return context.WithValue(ctx, wakeKey{}, wake)
+}
+
 // session claims the checkout name of remote's repository for owner, locks
-// it, waiting for other users of it (or for ctx), and returns a session on
-// it that pins its object store.
+// it, waiting for other users of it (or for ctx, or not at all: see
+// WakeWhenFree), and returns a session on it that pins its object store.
 func (c *Cache) session(ctx context.Context, remote *Remote, name, owner string) (*Session, error) {
+	wake, noWait := ctx.Value(wakeKey{}).(func())
 	c.mu.Lock()
 	kc := c.clone(c.repository(repositoryKey(remote.URL)), name)
-	kc.users++
 	if owner != "" {
 		c.owners[owner] = kc
 	}
-	c.mu.Unlock()
-	// The wait is real time, as the network operations it waits for are.
-	timer := time.NewTimer(remote.timeout())
-	defer timer.Stop()
-	var waitErr error
-	select {
-	case kc.lock <- struct{}{}:
-	case <-ctx.Done():
-		waitErr = ctx.Err()
-	case <-timer.C:
-		waitErr = fmt.Errorf("%w: another run has used it for more than %s", ErrTimeout, remote.timeout())
+	if noWait {
+		// Under the Cache's mutex, as Close gives the lock back and wakes
+		// the first waiter under it: no wake-up is lost in between.
+		select {
+		case kc.lock <- struct{}{}:
+		default:
+			kc.waiting = append(slices.DeleteFunc(kc.waiting, func(w waiter) bool { return owner != "" && w.owner == owner }), waiter{owner: owner, wake: wake})
+			c.mu.Unlock()
+			return nil, fmt.Errorf("the kept clone of %s: %w", remote.Redacted(), ErrCloneBusy)
+		}
 	}
-	if waitErr != nil {
-		c.mu.Lock()
-		kc.users--
-		kc.lastUsed = c.clock.Now()
-		c.mu.Unlock()
-		return nil, fmt.Errorf("waiting for the kept clone of %s: %w", remote.Redacted(), waitErr)
+	kc.users++
+	c.mu.Unlock()
+	if !noWait {
+		if err := c.waitFor(ctx, remote, kc); err != nil {
+			return nil, err
+		}
 	}
 	s := &Session{dir: kc.dir, remote: remote, cache: c, clone: kc, tree: kc.tree}
 	c.mu.Lock()
@@ -122,6 +147,29 @@ func (c *Cache) session(ctx context.Context, remote *Remote, name, owner string)
 	}
 	c.mu.Unlock()
 	return s, nil
+}
+
+// waitFor locks kc, counted among its users, waiting for its other users
+// for ctx and at most the remote's timeout; on failure it is no longer
+// counted.
+func (c *Cache) waitFor(ctx context.Context, remote *Remote, kc *keptClone) error {
+	// The wait is real time, as the network operations it waits for are.
+	timer := time.NewTimer(remote.timeout())
+	defer timer.Stop()
+	var waitErr error
+	select {
+	case kc.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		waitErr = ctx.Err()
+	case <-timer.C:
+		waitErr = fmt.Errorf("%w: another run has used it for more than %s", ErrTimeout, remote.timeout())
+	}
+	c.mu.Lock()
+	kc.users--
+	kc.lastUsed = c.clock.Now()
+	c.mu.Unlock()
+	return fmt.Errorf("waiting for the kept clone of %s: %w", remote.Redacted(), waitErr)
 }
 
 // Close releases the kept clone for its next user. It is safe to call more
@@ -144,10 +192,18 @@ func (s *Session) Close() {
 		}
 		s.clone.users--
 		s.clone.lastUsed = c.clock.Now()
+		<-s.clone.lock
+		var first waiter
+		if len(s.clone.waiting) > 0 {
+			first = s.clone.waiting[0]
+			s.clone.waiting = slices.Delete(s.clone.waiting, 0, 1)
+		}
 		c.mu.Unlock()
 		s.pinned = nil
-		<-s.clone.lock
 		s.clone = nil
+		if first.wake != nil {
+			first.wake()
+		}
 	}
 }
 

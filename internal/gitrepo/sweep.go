@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -20,10 +21,14 @@ const (
 
 // Release ends the claim of owner, which no longer needs a kept clone: the
 // object it names was deleted. The sweep removes a clone no owner claims
-// once it has not been used for 30 seconds.
+// once it has not been used for 30 seconds. Owner is no longer woken when
+// the clone it found in use frees (WakeWhenFree).
 func (c *Cache) Release(owner string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if kc := c.owners[owner]; kc != nil {
+		kc.waiting = slices.DeleteFunc(kc.waiting, func(w waiter) bool { return w.owner == owner })
+	}
 	delete(c.owners, owner)
 }
 
