@@ -46,7 +46,7 @@ func BuildWithin(root, path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, &BuildError{Path: path, Err: err}
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a directory handle: nothing written through it is lost
 	dir, err := c.syncPath(path)
 	if err != nil {
 		return nil, &BuildError{Path: path, Err: err}

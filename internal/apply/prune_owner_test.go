@@ -73,7 +73,7 @@ func TestPruneDeletesObjectsOfEarlierVersions(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	legacy := manifests(t, map[string]string{"a.yaml": fmt.Sprintf(configMapYAML, "legacy", ns, "1")})[0]
-	g.Expect(k8sClient.Patch(ctx, legacy, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership)).To(Succeed())
+	g.Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(legacy), client.FieldOwner(FieldManager), client.ForceOwnership)).To(Succeed())
 	created := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "created"}}
 	g.Expect(k8sClient.Create(ctx, created, client.FieldOwner(FieldManager))).To(Succeed())
 

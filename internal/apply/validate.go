@@ -187,7 +187,7 @@ func dryRun(ctx context.Context, c client.Client, objects []*unstructured.Unstru
 	g.SetLimit(concurrency)
 	for i, o := range objects {
 		g.Go(func() error {
-			err := c.Patch(gctx, o.DeepCopy(), client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner(FieldManager))
+			err := c.Apply(gctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.DryRunAll, client.ForceOwnership, client.FieldOwner(FieldManager))
 			if err != nil && isUnreachable(err) {
 				return err
 			}

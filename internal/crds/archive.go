@@ -46,7 +46,7 @@ func (x *extraction) readLayer(layer v1.Layer, filter entryFilter, image bool) e
 	if err != nil {
 		return fmt.Errorf("opening layer %s: %w", digest, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read to the end already, or failed with its own error
 	return x.readArchive(rc, digest.String(), filter, image)
 }
 

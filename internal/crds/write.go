@@ -144,12 +144,12 @@ func Write(root, dir string, bundle *Bundle, opts WriteOptions) (Result, error) 
 	if err != nil {
 		return Result{}, fmt.Errorf("opening checkout %s: %w", root, err)
 	}
-	defer checkout.Close()
+	defer func() { _ = checkout.Close() }() // directory handles: each write is checked where made
 	existing := map[string]existingFile{}
 	folder, err := checkout.OpenWorkDir(dir, !opts.DryRun)
 	switch {
 	case err == nil:
-		defer folder.Close()
+		defer func() { _ = folder.Close() }()
 		if existing, err = readExisting(folder); err != nil {
 			return Result{}, fmt.Errorf("reading CRD folder %s: %w", dir, err)
 		}

@@ -76,13 +76,17 @@ func renderTable(w io.Writer, t Table, wide bool) error {
 	for _, c := range t.Columns {
 		header = append(header, c.Name)
 	}
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	if _, err := fmt.Fprintln(tw, strings.Join(header, "\t")); err != nil {
+		return err
+	}
 	for _, r := range t.Rows {
 		fields := rowFields(r, wide, t.now)
 		if namespaces {
 			fields = append([]string{r.Namespace}, fields...)
 		}
-		fmt.Fprintln(tw, strings.Join(fields, "\t"))
+		if _, err := fmt.Fprintln(tw, strings.Join(fields, "\t")); err != nil {
+			return err
+		}
 	}
 	return tw.Flush()
 }

@@ -239,7 +239,7 @@ func checkImage(resources resmap.ResMap, want string) error {
 		for _, c := range containers {
 			image, _ := c.(map[string]any)["image"].(string)
 			if image != want {
-				return fmt.Errorf("Deployment %s runs %q, not %q", r.GetName(), image, want)
+				return fmt.Errorf("the Deployment %s runs %q, not %q", r.GetName(), image, want)
 			}
 		}
 	}

@@ -88,10 +88,10 @@ func parseBounded(templateName, text string, funcs template.FuncMap, options ...
 	if err != nil {
 		return nil, fmt.Errorf("parsing the step action: %w", err)
 	}
-	stepNode := step.Tree.Root.Nodes[0]
+	stepNode := step.Root.Nodes[0]
 	for _, tmpl := range t.Templates() {
-		if tmpl.Tree != nil && tmpl.Tree.Root != nil {
-			boundList(tmpl.Tree.Root, stepNode)
+		if tmpl.Tree != nil && tmpl.Root != nil {
+			boundList(tmpl.Root, stepNode)
 		}
 	}
 	return t, nil

@@ -77,7 +77,7 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 	if err != nil {
 		return Result{}, fmt.Errorf("opening checkout %s: %w", root, err)
 	}
-	defer checkout.Close()
+	defer func() { _ = checkout.Close() }() // directory handles: each write is checked where made
 	tree, err := checkout.OpenWorkDir(dir, false)
 	if err != nil {
 		if errors.Is(err, confined.ErrEscapes) || errors.Is(err, confined.ErrGitDir) {
@@ -85,7 +85,7 @@ func RewriteMarkers(ctx context.Context, root, dir string, opts Options) (Result
 		}
 		return Result{}, fmt.Errorf("opening update path %s: %w", dir, err)
 	}
-	defer tree.Close()
+	defer func() { _ = tree.Close() }()
 
 	rw := &rewriter{policies: opts.Policies, assets: opts.Assets, defaultNamespace: opts.DefaultNamespace, guard: opts.Guard, scans: opts.Scans}
 	files := &treeFiles{tree: tree}
@@ -254,7 +254,7 @@ func (t *treeFiles) read(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	t.buf.Reset()
 	if _, err := t.buf.ReadFrom(f); err != nil {
 		return nil, err
