@@ -81,23 +81,23 @@ type checkLog struct {
 
 // action prints what is being done.
 func (l *checkLog) action(format string, args ...any) {
-	fmt.Fprintf(l.w, "► "+format+"\n", args...)
+	_, _ = fmt.Fprintf(l.w, "► "+format+"\n", args...)
 }
 
 // waiting prints what is being waited for.
 func (l *checkLog) waiting(format string, args ...any) {
-	fmt.Fprintf(l.w, "◎ "+format+"\n", args...)
+	_, _ = fmt.Fprintf(l.w, "◎ "+format+"\n", args...)
 }
 
 // success prints a check that passed.
 func (l *checkLog) success(format string, args ...any) {
-	fmt.Fprintf(l.w, "✔ "+format+"\n", args...)
+	_, _ = fmt.Fprintf(l.w, "✔ "+format+"\n", args...)
 }
 
 // failure prints a check that failed, and remembers it.
 func (l *checkLog) failure(format string, args ...any) {
 	l.failed = true
-	fmt.Fprintf(l.w, "✗ "+format+"\n", args...)
+	_, _ = fmt.Fprintf(l.w, "✗ "+format+"\n", args...)
 }
 
 // run runs the checks; a failed one makes the exit code 1.

@@ -69,7 +69,7 @@ func Execute(ctx context.Context, args []string, opts Options) int {
 	if errors.As(err, &code) {
 		return int(code)
 	}
-	fmt.Fprintf(opts.ErrOut, "%s: %v\n", cmd.CommandPath(), err)
+	_, _ = fmt.Fprintf(opts.ErrOut, "%s: %v\n", cmd.CommandPath(), err)
 	return 1
 }
 

@@ -113,11 +113,13 @@ func (o *dashboardOptions) run(ctx context.Context, opts Options) error {
 	if namespace == "" {
 		scope = "every namespace"
 	}
+	// The address is printed for the user to open; the server runs
+	// whether or not the terminal took the line.
 	if token == "" {
-		fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/ (Ctrl-C stops it)\n", scope, address)
+		_, _ = fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/ (Ctrl-C stops it)\n", scope, address)
 	} else {
-		fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/?token=%s (Ctrl-C stops it)\n", scope, address, token)
-		fmt.Fprintf(opts.Out, "It is not on a loopback address: open it with this token (the first load sets a cookie),\nor send the header \"Authorization: Bearer %s\". From another machine, use this machine's IP address.\n", token)
+		_, _ = fmt.Fprintf(opts.Out, "Serving the dashboard of %s on http://%s/?token=%s (Ctrl-C stops it)\n", scope, address, token)
+		_, _ = fmt.Fprintf(opts.Out, "It is not on a loopback address: open it with this token (the first load sets a cookie),\nor send the header \"Authorization: Bearer %s\". From another machine, use this machine's IP address.\n", token)
 	}
 	if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving the dashboard: %w", err)

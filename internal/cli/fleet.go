@@ -52,9 +52,9 @@ func (o *getOptions) fleet(ctx context.Context, opts Options) error {
 	t := fleet.Build(in)
 	if len(t.Rows) == 0 && (o.output == outputTable || o.output == outputWide) {
 		if namespace == "" {
-			fmt.Fprintln(opts.ErrOut, "No components deployed by a Sync found.")
+			_, _ = fmt.Fprintln(opts.ErrOut, "No components deployed by a Sync found.")
 		} else {
-			fmt.Fprintf(opts.ErrOut, "No components deployed by a Sync found in namespace %s.\n", namespace)
+			_, _ = fmt.Fprintf(opts.ErrOut, "No components deployed by a Sync found in namespace %s.\n", namespace)
 		}
 		return nil
 	}

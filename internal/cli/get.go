@@ -271,9 +271,9 @@ func (o *getOptions) get(ctx context.Context, opts Options, n Noun, names []stri
 	o.table = newTableWriter(opts.Out)
 	if len(t.Rows) == 0 && (o.output == outputTable || o.output == outputWide || (tmpl != nil && tmpl.columns)) {
 		if o.allNamespaces {
-			fmt.Fprintf(opts.ErrOut, "No %s found.\n", n.Name)
+			_, _ = fmt.Fprintf(opts.ErrOut, "No %s found.\n", n.Name)
 		} else {
-			fmt.Fprintf(opts.ErrOut, "No %s found in namespace %s.\n", n.Name, q.Namespace)
+			_, _ = fmt.Fprintf(opts.ErrOut, "No %s found in namespace %s.\n", n.Name, q.Namespace)
 		}
 	} else if err := o.print(opts.Out, t, len(names) == 1, !o.noHeaders); err != nil {
 		return err

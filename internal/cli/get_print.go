@@ -45,7 +45,9 @@ func (p *tableWriter) print(t *Table, wide, namespaced, header bool) error {
 		}
 	}
 	if header {
-		fmt.Fprintln(p.tw, strings.Join(headers, "\t"))
+		if _, err := fmt.Fprintln(p.tw, strings.Join(headers, "\t")); err != nil {
+			return err
+		}
 	}
 	for _, r := range t.Rows {
 		var cells []string
@@ -57,7 +59,9 @@ func (p *tableWriter) print(t *Table, wide, namespaced, header bool) error {
 				cells = append(cells, cell(r.Cells[i]))
 			}
 		}
-		fmt.Fprintln(p.tw, strings.Join(cells, "\t"))
+		if _, err := fmt.Fprintln(p.tw, strings.Join(cells, "\t")); err != nil {
+			return err
+		}
 	}
 	return p.tw.Flush()
 }

@@ -61,7 +61,7 @@ func newTemplateOutput(output string, noHeaders bool) (*templateOutput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the template: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		p, err := kubectlget.NewCustomColumnsPrinterFromTemplate(f, unstructured.UnstructuredJSONScheme)
 		if err != nil {
 			return nil, err

@@ -116,7 +116,7 @@ func (o *getOptions) watchRows(ctx context.Context, opts Options, c client.WithW
 		case ctx.Err() != nil: // interrupted while reading
 			return nil
 		case err != nil:
-			fmt.Fprintf(opts.ErrOut, "%v\n", err) // deleted since, most likely
+			_, _ = fmt.Fprintf(opts.ErrOut, "%v\n", err) // deleted since, most likely
 			continue
 		}
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}

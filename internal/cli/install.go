@@ -118,7 +118,9 @@ func (o *installOptions) run(ctx context.Context, fs *pflag.FlagSet, out, errOut
 		return err
 	}
 	if o.export {
-		fmt.Fprintf(out, "# uprev %s: CRDs, RBAC and the manager (%s) in namespace %s.\n", version.Version(), m.Image, m.Namespace)
+		if _, err := fmt.Fprintf(out, "# uprev %s: CRDs, RBAC and the manager (%s) in namespace %s.\n", version.Version(), m.Image, m.Namespace); err != nil {
+			return err
+		}
 		_, err := out.Write(m.YAML)
 		return err
 	}
@@ -136,7 +138,7 @@ func (o *installOptions) run(ctx context.Context, fs *pflag.FlagSet, out, errOut
 	cs, err := applier.Apply(ctx, m, applyOpts)
 	if cs != nil {
 		for _, e := range cs.Entries {
-			fmt.Fprintln(errOut, e.String())
+			_, _ = fmt.Fprintln(errOut, e.String())
 		}
 	}
 	if err != nil {

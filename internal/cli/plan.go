@@ -95,7 +95,7 @@ func (o *planOptions) run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	for _, e := range p.Result.FileErrors {
-		fmt.Fprintln(opts.ErrOut, "error:", e)
+		_, _ = fmt.Fprintln(opts.ErrOut, "error:", e)
 	}
 	if code := p.ExitCode(); code != plan.ExitNoChange {
 		return exitCode(code)
@@ -205,7 +205,7 @@ func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[up
 	maps.Copy(policies, sources)
 	notReady = append(notReady, sourcesNotReady...)
 	if len(notReady) > 0 {
-		fmt.Fprintln(stderr, "skipped policies not ready:", strings.Join(notReady, ", "))
+		_, _ = fmt.Fprintln(stderr, "skipped policies not ready:", strings.Join(notReady, ", "))
 	}
 	gated, err := plan.ListGated(ctx, c, o.namespace)
 	if err != nil {

@@ -250,7 +250,9 @@ func (o *objectVerbOptions) run(ctx context.Context, opts Options, verb objectVe
 				return fmt.Errorf("patching %s %s/%s: %w", k.kind, ns, name, err)
 			}
 		}
-		fmt.Fprintf(opts.Out, "%s/%s %s\n", k.resource, name, done)
+		if _, err := fmt.Fprintf(opts.Out, "%s/%s %s\n", k.resource, name, done); err != nil {
+			return err
+		}
 		if verb.canWait && o.wait && changed {
 			token, _ := meta.ReconcileAnnotationValue(obj.GetAnnotations())
 			if err := o.waitHandled(ctx, opts.Out, c, k, key, token); err != nil {
@@ -288,8 +290,8 @@ func (o *objectVerbOptions) waitHandled(ctx context.Context, out io.Writer, c cl
 	if ready != string(metav1.ConditionTrue) {
 		return fmt.Errorf("%s/%s is not ready: %s", k.resource, key.Name, message)
 	}
-	fmt.Fprintf(out, "%s/%s reconciled: %s\n", k.resource, key.Name, message)
-	return nil
+	_, err = fmt.Fprintf(out, "%s/%s reconciled: %s\n", k.resource, key.Name, message)
+	return err
 }
 
 // rollingOut tells whether conditions say a rollout is under way: a

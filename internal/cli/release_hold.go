@@ -102,7 +102,9 @@ func (o *releaseHoldOptions) run(ctx context.Context, opts Options, name, policy
 		}
 	}
 	for _, h := range holds {
-		fmt.Fprintf(opts.Out, "%s/%s released %s %s\n", held.Resource, name, h.Policy, h.Version)
+		if _, err := fmt.Fprintf(opts.Out, "%s/%s released %s %s\n", held.Resource, name, h.Policy, h.Version); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -100,18 +100,19 @@ func (o *versionOptions) run(ctx context.Context, out, errOut io.Writer) error {
 		_, err := fmt.Fprintln(out, info.ClientVersion)
 		return err
 	}
-	fmt.Fprintf(out, "Client: %s\n", info.ClientVersion)
+	lines := []string{"Client: " + info.ClientVersion}
 	if len(info.Servers) == 0 {
-		fmt.Fprintf(out, "Server: no manager Pod in namespace %s\n", o.namespace)
+		lines = append(lines, "Server: no manager Pod in namespace "+o.namespace)
 	}
 	for _, s := range info.Servers {
 		line := fmt.Sprintf("Server: %s (Pod %s", s.Image, s.Pod)
 		if s.ImageID != "" {
 			line += ", " + s.ImageID
 		}
-		fmt.Fprintln(out, line+")")
+		lines = append(lines, line+")")
 	}
-	return nil
+	_, err := fmt.Fprintln(out, strings.Join(lines, "\n"))
+	return err
 }
 
 // servers reads the manager Pods' images.
