@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -271,10 +273,22 @@ func (o *objectVerbOptions) run(ctx context.Context, opts Options, verb objectVe
 func (o *objectVerbOptions) waitHandled(ctx context.Context, out io.Writer, c client.Client, k objectKind, key client.ObjectKey, token string) error {
 	obj := k.newObject()
 	handled := false
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.timeout, true, func(ctx context.Context) (bool, error) {
+	// A read that fails is tried again at the next poll (an API server
+	// that is busy), and named if --timeout passes; only a deleted object
+	// ends the wait at once. Reads take the command's context, not the
+	// poll's: the client's rate limiter refuses to wait past the poll's
+	// deadline, which would fail the last read of a wait that is about to
+	// say where the object stands.
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, o.timeout, true, func(context.Context) (bool, error) {
 		if err := c.Get(ctx, key, obj); err != nil {
-			return false, lookupError(err, k.kind, key.Namespace, key.Name)
+			if apierrors.IsNotFound(err) {
+				return false, lookupError(err, k.kind, key.Namespace, key.Name)
+			}
+			lastErr = err
+			return false, nil
 		}
+		lastErr = nil
 		last, conditions := k.status(obj)
 		handled = last == token
 		return handled && !rollingOut(conditions), nil
@@ -283,7 +297,11 @@ func (o *objectVerbOptions) waitHandled(ctx context.Context, out io.Writer, c cl
 	ready, message := readyCells(conditions)
 	if err != nil {
 		if ctx.Err() == nil && wait.Interrupted(err) {
-			return fmt.Errorf("%s/%s: %s after %s", k.resource, key.Name, standing(handled, conditions), o.timeout)
+			msg := fmt.Sprintf("%s/%s: %s after %s", k.resource, key.Name, standing(handled, conditions), o.timeout)
+			if lastErr != nil {
+				msg += fmt.Sprintf(" (the last read failed: %v)", lastErr)
+			}
+			return errors.New(msg)
 		}
 		return fmt.Errorf("waiting for %s/%s to be reconciled: %w", k.resource, key.Name, err)
 	}
