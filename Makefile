@@ -24,7 +24,7 @@ VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERS
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
-.PHONY: all build test stress test-programs bench fuzz lint generate manifests cluster-api-crd demo demo-down controlplane flux gitea promtool actionlint release release-binaries release-manifests image
+.PHONY: all build test stress test-programs bench fuzz lint generate manifests cluster-api-crd demo demo-down controlplane flux gitea promtool actionlint release release-binaries release-manifests release-chart image
 
 all: build
 
@@ -32,8 +32,12 @@ all: build
 build:
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/uprev .
 
-## release: what the release workflow publishes, into DIST: the binaries, install.yaml and the image (an OCI layout with its SBOMs), for VERSION (default: git describe).
-release: release-binaries release-manifests image
+## release: what the release workflow publishes, into DIST: the binaries, install.yaml, the chart's package and the image (an OCI layout with its SBOMs), for VERSION (default: git describe).
+release: release-binaries release-manifests release-chart image
+
+## release-chart: DIST/uprev-<version>.tgz, charts/uprev packaged for VERSION with Helm's library (its links into config/ resolved).
+release-chart:
+	go run ./hack/release-chart --version "$(VERSION)" --output $(DIST)
 
 comma := ,
 empty :=
