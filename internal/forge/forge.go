@@ -171,8 +171,11 @@ func (e *APIError) Unwrap() error { return e.Err }
 
 // retryAfter reads a Retry-After header in seconds, or an absolute reset
 // time (GitLab's RateLimit-Reset, GitHub's X-RateLimit-Reset, both Unix
-// seconds), relative to now.
+// seconds), relative to the forge's time: its Date header when it sends
+// one, so that a manager whose clock differs from the forge's still waits
+// as long as the forge asks; else now.
 func retryAfter(h http.Header, now time.Time) time.Duration {
+	now = forgeTime(h, now)
 	if s := h.Get("Retry-After"); s != "" {
 		if d, err := time.ParseDuration(s + "s"); err == nil && d > 0 {
 			return d
@@ -190,6 +193,15 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// forgeTime is the forge's time when it answered with h: its Date header,
+// or now when it sent none.
+func forgeTime(h http.Header, now time.Time) time.Time {
+	if date, err := http.ParseTime(h.Get("Date")); err == nil {
+		return date
+	}
+	return now
 }
 
 // apiError makes an APIError from a library error and the HTTP response it

@@ -98,6 +98,9 @@ func (f *githubForge) githubError(op string, resp *github.Response, err error) e
 	}
 	now := f.clock.Now()
 	apiErr := apiError(op, httpResp, err, now).(*APIError)
+	if httpResp != nil {
+		now = forgeTime(httpResp.Header, now)
+	}
 	var rate *github.RateLimitError
 	var abuse *github.AbuseRateLimitError
 	switch {
