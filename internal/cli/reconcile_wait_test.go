@@ -108,3 +108,16 @@ func TestReconcileWaitFollowsARollout(t *testing.T) {
 		stderr: "uprev reconcile sync: sync.uprev.dev/prod: still rolling out: rollout of main@sha1:def: 1 of 2 waves done, next wave in 1h0m0s after 1s\n",
 	}), "the request of the same time was handled already, so the rollout is what the timeout names")
 }
+
+// TestKindHelpSaysPlurals: the help of reconcile, suspend and resume names
+// each kind in its plural ("ImagePolicies", not "ImagePolicys").
+func TestKindHelpSaysPlurals(t *testing.T) {
+	g := NewWithT(t)
+	for _, verb := range []string{"reconcile", "suspend", "resume"} {
+		r := uprev(t, verb, "-h")
+		g.Expect(r.code).To(Equal(0), r.stderr)
+		g.Expect(r.stdout).To(ContainSubstring("ImagePolicies"), verb)
+		g.Expect(r.stdout).To(ContainSubstring("ImageRepositories"), verb)
+		g.Expect(r.stdout).NotTo(MatchRegexp(`Policys|Repositorys`), verb)
+	}
+}
