@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"syscall"
 
 	"k8s.io/utils/clock"
@@ -16,13 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/utils/merkletrie"
 
 	"github.com/uprev-dev/uprev/internal/confined"
 )
@@ -173,103 +165,6 @@ func (s *Session) startCommit() ([]plumbing.Hash, error) {
 		return nil, fmt.Errorf("merging branch %q into %q: %w", s.branch, s.pushBranch, err)
 	}
 	return []plumbing.Hash{s.pushTip, tip}, nil
-}
-
-// mergeIntoWorktree applies to the working tree and index, which hold ours,
-// every file that theirs changed since the merge base. Files both sides
-// changed take theirs' version. A changed path that is not valid in a
-// working tree fails it with a *BadCommitError.
-func (s *Session) mergeIntoWorktree(ours, theirs *object.Commit) error {
-	bases, err := ours.MergeBase(theirs)
-	if err != nil {
-		return fmt.Errorf("finding the merge base: %w", err)
-	}
-	if len(bases) == 0 {
-		return errors.New("the branches share no history")
-	}
-	baseTree, err := bases[0].Tree()
-	if err != nil {
-		return fmt.Errorf("reading the merge base tree: %w", err)
-	}
-	theirTree, err := theirs.Tree()
-	if err != nil {
-		return fmt.Errorf("reading the branch tree: %w", err)
-	}
-	changes, err := object.DiffTree(baseTree, theirTree)
-	if err != nil {
-		return fmt.Errorf("comparing trees: %w", err)
-	}
-	idx, err := s.currentIndex()
-	if err != nil {
-		return err
-	}
-	// From here on, the working tree and the index hold more than HEAD.
-	s.tree.invalidate()
-	root, err := s.worktree()
-	if err != nil {
-		return err
-	}
-	paths := make([]string, 0, len(changes))
-	for _, change := range changes {
-		action, err := change.Action()
-		if err != nil {
-			return err
-		}
-		if action == merkletrie.Delete {
-			paths = append(paths, change.From.Name)
-			if err := checkPath(change.From.Name); err != nil {
-				return inCommit(err, bases[0].Hash)
-			}
-			if err := removeFile(root, change.From.Name); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := checkPath(change.To.Name); err != nil {
-			return inCommit(err, theirs.Hash)
-		}
-		paths = append(paths, change.To.Name)
-		if _, err := s.writeEntry(root, change.To.Name, change.To.TreeEntry); err != nil {
-			return err
-		}
-	}
-	return s.stageInto(idx, paths)
-}
-
-// writeEntry writes the blob of a tree entry to path in the working tree
-// root and describes the file written.
-func (s *Session) writeEntry(root *confined.Root, path string, entry object.TreeEntry) (fs.FileInfo, error) {
-	blob, err := s.repo.BlobObject(entry.Hash)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	r, err := blob.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer r.Close()
-	content, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	switch entry.Mode {
-	case filemode.Regular, filemode.Deprecated:
-		err = root.WriteFile(path, content, 0o644)
-	case filemode.Executable:
-		err = root.WriteFile(path, content, 0o755)
-	case filemode.Symlink:
-		err = root.Symlink(string(content), path)
-	default:
-		return nil, fmt.Errorf("writing %s: unsupported file mode %s", path, entry.Mode)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("writing %s: %w", path, err)
-	}
-	info, err := root.Lstat(path)
-	if err != nil {
-		return nil, fmt.Errorf("checking out %s: %w", path, err)
-	}
-	return info, nil
 }
 
 // commit runs edit and commits what it changed with parents, returning the
@@ -425,135 +320,4 @@ func blobContent(root *confined.Root, name string, info fs.FileInfo) ([]byte, er
 		return []byte(filepath.ToSlash(target)), err
 	}
 	return root.ReadFile(name)
-}
-
-// pushed moves the tracking ref of the push branch to the pushed commit, as
-// git does, so Revision and PushRevision tell what the remote now holds.
-func (s *Session) pushed(commit plumbing.Hash) error {
-	if err := s.repo.Storer.SetReference(plumbing.NewHashReference(s.trackingRef(s.pushBranch), commit)); err != nil {
-		return fmt.Errorf("recording the pushed commit: %w", err)
-	}
-	if s.pushBranch != s.branch {
-		s.pushTip = commit
-	}
-	return nil
-}
-
-// push pushes commit to ref, without force, within the remote's timeout.
-// It sends a pack of the objects the remote lacks as newObjects finds them
-// from the commit's parents, which the remote holds, where go-git's push
-// walks the history and trees of every ref the remote has to find them:
-// a push costs what the commit changed. A ref that the remote holds at a
-// commit that is not an ancestor of commit is not pushed (a non-fast-
-// forward update); the remote refuses the update as well if the ref moves
-// in between, since the update names the commit it replaces.
-func (s *Session) push(ctx context.Context, commit plumbing.Hash, ref plumbing.ReferenceName, options map[string]string) error {
-	objects, err := s.newObjects(commit)
-	if err != nil {
-		return fmt.Errorf("finding the objects to push: %w", err)
-	}
-	cfg, err := s.repo.Storer.Config()
-	if err != nil {
-		return fmt.Errorf("reading the clone's configuration: %w", err)
-	}
-	err = s.remote.withDeadline(ctx, "pushing to", func(ctx context.Context, proxy transport.ProxyOptions) (err error) {
-		ep, err := transport.NewEndpoint(s.remote.URL)
-		if err != nil {
-			return err
-		}
-		ep.CaBundle, ep.Proxy = s.remote.caBundle, proxy
-		c, err := client.NewClient(ep)
-		if err != nil {
-			return err
-		}
-		session, err := c.NewReceivePackSession(ep, s.remote.auth)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, session.Close()) }()
-		adv, err := session.AdvertisedReferencesContext(ctx)
-		if err != nil {
-			return err
-		}
-		refs, err := adv.AllReferences()
-		if err != nil {
-			return err
-		}
-		old := plumbing.ZeroHash
-		if r, err := refs.Reference(ref); err == nil {
-			old = r.Hash()
-		} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
-			return err
-		}
-		if old == commit {
-			return git.NoErrAlreadyUpToDate
-		}
-		if ff, err := s.isAncestor(old, commit); err != nil || !ff {
-			return errors.Join(err, fmt.Errorf("non-fast-forward update: %s", ref))
-		}
-		req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
-		if adv.Capabilities.Supports(capability.PushOptions) {
-			_ = req.Capabilities.Set(capability.PushOptions) // a known capability without arguments
-			for k, v := range options {
-				req.Options = append(req.Options, &packp.Option{Key: k, Value: v})
-			}
-		}
-		req.Commands = []*packp.Command{{Name: ref, Old: old, New: commit}}
-		pack, w := io.Pipe()
-		req.Packfile = pack
-		encoded := make(chan error, 1)
-		go func() {
-			_, err := packfile.NewEncoder(w, s.repo.Storer, !adv.Capabilities.Supports(capability.OFSDelta)).Encode(objects, cfg.Pack.Window)
-			encoded <- w.CloseWithError(err)
-		}()
-		status, err := session.ReceivePack(ctx, req)
-		if err != nil {
-			_ = pack.Close() // ends the encoder's writes; the push failed already
-			return errors.Join(err, <-encoded)
-		}
-		if err := <-encoded; err != nil {
-			return fmt.Errorf("encoding the pack: %w", err)
-		}
-		if status != nil {
-			return status.Error()
-		}
-		return nil
-	})
-	return classify(err)
-}
-
-// isAncestor reports whether old is zero (a new ref) or commit or one of
-// its ancestors. A parent of commit, the usual case, is found without
-// walking the history.
-func (s *Session) isAncestor(old, commit plumbing.Hash) (bool, error) {
-	if old.IsZero() || old == commit {
-		return true, nil
-	}
-	c, err := s.repo.CommitObject(commit)
-	if err != nil {
-		return false, fmt.Errorf("reading commit %s: %w", commit, err)
-	}
-	if slices.Contains(c.ParentHashes, old) {
-		return true, nil
-	}
-	o, err := s.repo.CommitObject(old)
-	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading commit %s: %w", old, err)
-	}
-	return o.IsAncestor(c)
-}
-
-// alsoPush pushes the commit, now on the push branch, to opts.AlsoPushTo.
-func (s *Session) alsoPush(ctx context.Context, commit plumbing.Hash, opts WriteBackOptions) error {
-	if opts.AlsoPushTo == "" {
-		return nil
-	}
-	ref := plumbing.ReferenceName(opts.AlsoPushTo)
-	if err := s.push(ctx, commit, ref, opts.PushOptions); err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return fmt.Errorf("pushing %s to %s: %w", commit, ref, err)
-	}
-	return nil
 }

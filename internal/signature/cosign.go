@@ -1,29 +1,22 @@
 package signature
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
-	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	sigsig "github.com/sigstore/sigstore/pkg/signature"
-
-	"github.com/uprev-dev/uprev/internal/registry"
 )
 
 // publicGoodTrustedRoot is public Sigstore's trusted root (Fulcio CAs,
@@ -241,181 +234,4 @@ func (p *cosignPolicy) verifyEntity(e signedEntity) Verdict {
 	default:
 		return Verdict{Reason: UntrustedChain, Detail: fmt.Sprintf("%s: %v", e.where, err)}
 	}
-}
-
-// simpleSigning is the part of a cosign 2 payload that says what it signs.
-type simpleSigning struct {
-	Critical struct {
-		Image struct {
-			DockerManifestDigest string `json:"docker-manifest-digest"`
-		} `json:"image"`
-	} `json:"critical"`
-}
-
-// tagSignatures reads the signatures of the cosign 2 layout: the layers of
-// the manifest at SignatureTag(digest). Layers whose payload names another
-// digest are left out: a signature copied from another image signs that
-// image, not this one.
-func tagSignatures(ctx context.Context, reg Registry, image string, digest v1.Hash) ([]signedEntity, error) {
-	var out []signedEntity
-	tag := SignatureTag(digest.String())
-	err := reg.ReadTagged(ctx, image, tag, func(img v1.Image) error {
-		manifest, err := img.Manifest()
-		if err != nil {
-			return err
-		}
-		for i, layer := range manifest.Layers {
-			if i == MaxSignatures {
-				break
-			}
-			if layer.MediaType != SimpleSigningMediaType || layer.Annotations[SignatureAnnotation] == "" {
-				continue
-			}
-			payload, err := readBlob(img, layer)
-			if err != nil {
-				return fmt.Errorf("reading layer %s: %w", layer.Digest, err)
-			}
-			var claim simpleSigning
-			if json.Unmarshal(payload, &claim) != nil || claim.Critical.Image.DockerManifestDigest != digest.String() {
-				continue
-			}
-			entity, keyless, err := newTagEntity(payload, layer.Annotations)
-			if err != nil {
-				// A signature that does not parse verifies nothing.
-				continue
-			}
-			out = append(out, signedEntity{
-				entity:   entity,
-				artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifact(bytes.NewReader(payload)) },
-				keyless:  keyless,
-				where:    fmt.Sprintf("signature %d at tag %s", i, tag),
-			})
-		}
-		return nil
-	})
-	if errors.Is(err, registry.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the cosign signatures of %s@%s: %w", image, digest, err)
-	}
-	return out, nil
-}
-
-// referrerBundles reads the signatures of the cosign 3 layout: the
-// Sigstore bundles among the referrers of digest whose statement names
-// digest.
-func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.Hash) ([]signedEntity, error) {
-	descs, err := reg.Referrers(ctx, image, digest.String(), BundleArtifactType)
-	if err != nil {
-		return nil, fmt.Errorf("reading the signature bundles of %s@%s: %w", image, digest, err)
-	}
-	want, err := hex.DecodeString(digest.Hex)
-	if err != nil {
-		return nil, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
-	}
-	var out []signedEntity
-	for i, desc := range descs {
-		if i == MaxSignatures {
-			break
-		}
-		var b *bundle.Bundle
-		err := reg.ReadArtifact(ctx, image, desc.Digest.String(), func(img v1.Image) error {
-			manifest, err := img.Manifest()
-			if err != nil {
-				return err
-			}
-			for _, layer := range manifest.Layers {
-				if layer.MediaType != BundleArtifactType {
-					continue
-				}
-				if layer.Size > MaxSignatureBytes {
-					// Too large to be read: as a bundle that does not
-					// parse, it verifies nothing, and others are read.
-					return nil
-				}
-				data, err := readBlob(img, layer)
-				if err != nil {
-					return fmt.Errorf("reading layer %s: %w", layer.Digest, err)
-				}
-				b = &bundle.Bundle{}
-				if b.UnmarshalJSON(data) != nil {
-					// A bundle that does not parse verifies nothing.
-					b = nil
-				}
-				return nil
-			}
-			return nil
-		})
-		switch {
-		case errors.Is(err, registry.ErrNotFound):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("reading the signature bundle %s of %s@%s: %w", desc.Digest, image, digest, err)
-		case b == nil:
-			continue
-		}
-		if !statementNames(b, digest) {
-			continue
-		}
-		vc, err := b.VerificationContent()
-		if err != nil {
-			continue
-		}
-		out = append(out, signedEntity{
-			entity:   b,
-			artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) },
-			keyless:  vc.Certificate() != nil,
-			where:    fmt.Sprintf("bundle %s", desc.Digest),
-		})
-	}
-	return out, nil
-}
-
-// statementNames tells whether the in-toto statement of a DSSE bundle
-// names digest among its subjects: a bundle copied to another image's
-// referrers signs that other image, and counts as no signature here. A
-// bundle with a message signature is judged by verification alone.
-func statementNames(b *bundle.Bundle, digest v1.Hash) bool {
-	if _, ok := b.Content.(*protobundle.Bundle_DsseEnvelope); !ok {
-		return true
-	}
-	env, err := b.Envelope()
-	if err != nil {
-		return false
-	}
-	st, err := env.Statement()
-	if err != nil {
-		return false
-	}
-	for _, subject := range st.GetSubject() {
-		if subject.GetDigest()[digest.Algorithm] == digest.Hex {
-			return true
-		}
-	}
-	return false
-}
-
-// readBlob reads the blob of layer from img, at most MaxSignatureBytes.
-func readBlob(img v1.Image, layer v1.Descriptor) ([]byte, error) {
-	if layer.Size > MaxSignatureBytes {
-		return nil, fmt.Errorf("%d bytes, more than %d", layer.Size, MaxSignatureBytes)
-	}
-	l, err := img.LayerByDigest(layer.Digest)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, MaxSignatureBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxSignatureBytes {
-		return nil, fmt.Errorf("more than %d bytes", MaxSignatureBytes)
-	}
-	return data, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,8 +11,6 @@ import (
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/verify"
-
-	"github.com/uprev-dev/uprev/internal/registry"
 )
 
 // DSSEMediaType is the media type of a cosign 2 attestation layer: a DSSE
@@ -37,47 +34,29 @@ func tagAttestations(ctx context.Context, reg Registry, image string, digest v1.
 	if err != nil {
 		return nil, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
 	}
-	var out []signedEntity
 	tag := AttestationTag(digest.String())
-	err = reg.ReadTagged(ctx, image, tag, func(img v1.Image) error {
-		manifest, err := img.Manifest()
-		if err != nil {
-			return err
-		}
-		for i, layer := range manifest.Layers {
-			if i == MaxSignatures {
-				break
-			}
-			if layer.MediaType != DSSEMediaType || layer.Size > MaxSignatureBytes {
-				continue
-			}
-			data, err := readBlob(img, layer)
-			if err != nil {
-				return fmt.Errorf("reading layer %s: %w", layer.Digest, err)
-			}
-			var env dsse.Envelope
-			if json.Unmarshal(data, &env) != nil {
-				continue
-			}
-			e := &tagEntity{signature: &bundle.Envelope{Envelope: &env}}
-			keyless, err := e.readMaterial(layer.Annotations)
-			if err != nil || !envelopeNames(e, digest) {
-				// An attestation that does not parse, or of another
-				// image, verifies nothing.
-				continue
-			}
-			out = append(out, signedEntity{
-				entity:   e,
-				artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) },
-				keyless:  keyless,
-				where:    fmt.Sprintf("attestation %d at tag %s", i, tag),
-			})
-		}
-		return nil
-	})
-	if errors.Is(err, registry.ErrNotFound) {
-		return nil, nil
+	keep := func(layer v1.Descriptor) bool {
+		return layer.MediaType == DSSEMediaType && layer.Size <= MaxSignatureBytes
 	}
+	out, err := tagLayers(ctx, reg, image, tag, keep, func(i int, layer v1.Descriptor, data []byte) (signedEntity, bool) {
+		var env dsse.Envelope
+		if json.Unmarshal(data, &env) != nil {
+			return signedEntity{}, false
+		}
+		e := &tagEntity{signature: &bundle.Envelope{Envelope: &env}}
+		keyless, err := e.readMaterial(layer.Annotations)
+		if err != nil || !envelopeNames(e, digest) {
+			// An attestation that does not parse, or of another image,
+			// verifies nothing.
+			return signedEntity{}, false
+		}
+		return signedEntity{
+			entity:   e,
+			artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) },
+			keyless:  keyless,
+			where:    fmt.Sprintf("attestation %d at tag %s", i, tag),
+		}, true
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the cosign attestations of %s@%s: %w", image, digest, err)
 	}
