@@ -2,7 +2,6 @@ package signature
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -12,7 +11,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	provenance02 "github.com/in-toto/attestation/go/predicates/provenance/v02"
 	provenance1 "github.com/in-toto/attestation/go/predicates/provenance/v1"
-	vulns02 "github.com/in-toto/attestation/go/predicates/vulns/v02"
 	intoto "github.com/in-toto/attestation/go/v1"
 	"github.com/sigstore/sigstore-go/pkg/verify"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -26,7 +24,8 @@ const (
 	SLSAProvenanceV1 = "https://slsa.dev/provenance/v1"
 	// SLSAProvenanceV02 is SLSA provenance v0.2 (`--type slsaprovenance`).
 	SLSAProvenanceV02 = "https://slsa.dev/provenance/v0.2"
-	// VulnsV02 is the in-toto vulnerability scan predicate.
+	// VulnsV02 is the in-toto vulnerability scan predicate (cosign's is
+	// CosignVulnV1).
 	VulnsV02 = "https://in-toto.io/attestation/vulns/v0.2"
 )
 
@@ -246,130 +245,4 @@ func hasSBOM(statements []*intoto.Statement) bool {
 		}
 	}
 	return false
-}
-
-// checkVulnerabilities returns why the newest scan among statements does
-// not pass want; empty when it does.
-func checkVulnerabilities(statements []*intoto.Statement, want VulnerabilityRequirement, now time.Time) string {
-	var newest *vulns02.Vulns
-	var at time.Time
-	for _, st := range statements {
-		if st.GetPredicateType() != VulnsV02 {
-			continue
-		}
-		var v vulns02.Vulns
-		if predicate(st, &v) != nil {
-			continue
-		}
-		if t := v.GetMetadata().GetScanFinishedOn().AsTime(); newest == nil || t.After(at) {
-			newest, at = &v, t
-		}
-	}
-	if newest == nil {
-		return "no vulnerability scan attestation"
-	}
-	if age := now.Sub(at); age > want.MaxAge {
-		return fmt.Sprintf("the newest scan, of %s, is older than %s", at.UTC().Format(time.RFC3339), want.MaxAge)
-	}
-	limit := severityRank(want.MaxSeverity)
-	notAffected := notAffectedOf(statements)
-	var above []string
-	for _, r := range newest.GetScanner().GetResult() {
-		if worst(r) > limit && !notAffected[r.GetId()] {
-			above = append(above, r.GetId())
-		}
-	}
-	if len(above) > 0 {
-		return fmt.Sprintf("%d finding(s) above %s: %s", len(above), want.MaxSeverity, strings.Join(above[:min(len(above), 5)], ", "))
-	}
-	return ""
-}
-
-// openVEXPredicate is the prefix of OpenVEX predicate types
-// (https://openvex.dev/ns/v0.2.0).
-const openVEXPredicate = "https://openvex.dev/ns"
-
-// openVEX is the part of an OpenVEX document that says a vulnerability
-// does not affect the product. (github.com/openvex/go-vex is not among the
-// modules uprev may use; these are its field names.)
-type openVEX struct {
-	Statements []struct {
-		Vulnerability json.RawMessage `json:"vulnerability"`
-		Status        string          `json:"status"`
-	} `json:"statements"`
-}
-
-// notAffectedOf returns the vulnerabilities that OpenVEX statements
-// among statements say do not affect the image (status not_affected).
-// A statement counts for the image whose referrers hold it: its subject
-// is the image's digest.
-func notAffectedOf(statements []*intoto.Statement) map[string]bool {
-	out := map[string]bool{}
-	for _, st := range statements {
-		if !strings.HasPrefix(st.GetPredicateType(), openVEXPredicate) {
-			continue
-		}
-		data, err := protojson.Marshal(st.GetPredicate())
-		if err != nil {
-			continue
-		}
-		var doc openVEX
-		if json.Unmarshal(data, &doc) != nil {
-			continue
-		}
-		for _, s := range doc.Statements {
-			if s.Status != "not_affected" {
-				continue
-			}
-			// v0.2 names it {"name": "CVE-…"}; v0.0 as a string.
-			var v struct {
-				Name string `json:"name"`
-			}
-			if json.Unmarshal(s.Vulnerability, &v) != nil {
-				_ = json.Unmarshal(s.Vulnerability, &v.Name)
-			}
-			if v.Name != "" {
-				out[v.Name] = true
-			}
-		}
-	}
-	return out
-}
-
-// worst is the rank of the highest severity a result states: a severity
-// name, or a CVSS score (9 and above is critical).
-func worst(r *vulns02.Result) int {
-	rank := 0
-	for _, s := range r.GetSeverity() {
-		n := severityRank(s.GetScore())
-		if n < 0 {
-			var score float64
-			if _, err := fmt.Sscanf(s.GetScore(), "%g", &score); err != nil {
-				continue
-			}
-			switch {
-			case score >= 9:
-				n = 4
-			case score >= 7:
-				n = 3
-			case score >= 4:
-				n = 2
-			case score > 0:
-				n = 1
-			}
-		}
-		rank = max(rank, n)
-	}
-	return rank
-}
-
-// severityRank is the rank of a severity name in severities, -1 for
-// another word.
-func severityRank(name string) int {
-	for i, s := range severities {
-		if strings.EqualFold(s, name) {
-			return i
-		}
-	}
-	return -1
 }

@@ -99,6 +99,34 @@ func TestAttestations(t *testing.T) {
 				k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-time.Hour), nil))
 			},
 		}},
+		"a clean Trivy scan (cosign vuln/v1)": {skip: 2, extra: []attest{func(e *env, k *signing.Key) {
+			k.Attest(t, e.reg, "app", e.digest, signature.CosignVulnV1, signing.TrivyScan(now.Add(-time.Hour), map[string]string{"CVE-2026-1": "HIGH", "CVE-2026-3": "UNKNOWN"}))
+		}}},
+		"a critical finding of Trivy (cosign vuln/v1)": {skip: 2, typ: signature.VulnerabilitiesAttestation, reason: "1 finding(s) above HIGH: CVE-2026-9", extra: []attest{func(e *env, k *signing.Key) {
+			k.Attest(t, e.reg, "app", e.digest, signature.CosignVulnV1, signing.TrivyScan(now.Add(-time.Hour), map[string]string{"CVE-2026-9": "CRITICAL", "CVE-2026-1": "HIGH"}))
+		}}},
+		"a critical finding of Grype (cosign vuln/v1)": {skip: 2, typ: signature.VulnerabilitiesAttestation, reason: "1 finding(s) above HIGH: CVE-2026-9", extra: []attest{func(e *env, k *signing.Key) {
+			k.Attest(t, e.reg, "app", e.digest, signature.CosignVulnV1, signing.GrypeScan(now.Add(-time.Hour), map[string]string{"CVE-2026-9": "Critical", "CVE-2026-1": "Negligible"}))
+		}}},
+		"a stale Trivy scan (cosign vuln/v1)": {skip: 2, typ: signature.VulnerabilitiesAttestation, reason: "is older than 24h0m0s", extra: []attest{func(e *env, k *signing.Key) {
+			k.AttestTag(t, e.reg, "app", e.digest, signature.CosignVulnV1, signing.TrivyScan(now.Add(-48*time.Hour), nil))
+		}}},
+		"a newer clean Trivy scan after an in-toto one with a critical finding": {skip: 2, extra: []attest{
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signature.VulnsV02, signing.Scan(now.Add(-2*time.Hour), map[string]string{"CVE-2026-9": "CRITICAL"}))
+			},
+			func(e *env, k *signing.Key) {
+				k.AttestTag(t, e.reg, "app", e.digest, signature.CosignVulnV1, signing.TrivyScan(now.Add(-time.Hour), nil))
+			},
+		}},
+		"a critical Trivy finding not affecting it (OpenVEX)": {skip: 2, extra: []attest{
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signature.CosignVulnV1, signing.TrivyScan(now.Add(-time.Hour), map[string]string{"CVE-2026-9": "CRITICAL"}))
+			},
+			func(e *env, k *signing.Key) {
+				k.Attest(t, e.reg, "app", e.digest, signing.OpenVEX, signing.NotAffected("CVE-2026-9"))
+			},
+		}},
 		"provenance in the cosign 2 .att tag": {skip: 0, extra: []attest{func(e *env, k *signing.Key) {
 			k.AttestTag(t, e.reg, "app", e.digest, signature.SLSAProvenanceV1, signing.ProvenanceV1(githubBuilder, agentRepo, "refs/tags/v1.0.0"))
 		}}},
@@ -161,6 +189,47 @@ func TestAttestationsKeyless(t *testing.T) {
 	v, err = signature.Attestations(t.Context(), e.client, e.image, e.digest, policy, req, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Passed).To(BeTrue(), v.Reason)
+}
+
+// TestAttestationsKeylessAttTag checks attestations signed keyless in
+// cosign 2's sha256-<hex>.att tag (the certificate and Rekor entry in the
+// layer's annotations): one by another workflow, or by the right workflow
+// name under another issuer, does not count; one by the release workflow
+// does.
+func TestAttestationsKeylessAttTag(t *testing.T) {
+	req := signature.Requirements{
+		Provenance:      &signature.ProvenanceRequirement{BuilderID: githubBuilder, SourceRepository: agentRepo},
+		Vulnerabilities: &signature.VulnerabilityRequirement{MaxSeverity: "HIGH", MaxAge: time.Hour},
+	}
+	provenance := signing.ProvenanceV1(githubBuilder, agentRepo, "refs/tags/v1.0.0")
+	scan := signing.TrivyScan(time.Now().Add(-time.Minute), nil)
+	for name, c := range map[string]struct {
+		subject, issuer string
+		passes          bool
+	}{
+		"the release workflow":                    {subject: releaseFlow, issuer: githubIssuer, passes: true},
+		"another repository's workflow":           {subject: "https://github.com/evil/fork/.github/workflows/release.yaml@refs/tags/v1.0.0", issuer: githubIssuer},
+		"the release workflow, another issuer":    {subject: releaseFlow, issuer: "https://gitlab.example/oidc"},
+		"another workflow of the same repository": {subject: "https://github.com/acme/agent/.github/workflows/debug.yaml@refs/heads/main", issuer: githubIssuer},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := newEnv(t)
+			s := signing.NewSigstore(t)
+			policy := compile(t, keylessSpec(t, s, `^https://github.com/acme/agent/\.github/workflows/release\.yaml@.*$`))
+			s.AttestTag(t, e.reg, "app", e.digest, c.subject, c.issuer, signature.SLSAProvenanceV1, provenance)
+			s.AttestTag(t, e.reg, "app", e.digest, c.subject, c.issuer, signature.CosignVulnV1, scan)
+			v, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, policy, req, time.Now())
+			g.Expect(err).NotTo(HaveOccurred())
+			if c.passes {
+				g.Expect(v.Passed).To(BeTrue(), v.Reason)
+				return
+			}
+			g.Expect(v.Passed).To(BeFalse(), "an attestation by another identity counted")
+			g.Expect(v.Type).To(Equal(signature.ProvenanceAttestation))
+			g.Expect(v.Reason).To(Equal(e.digest + ": no SLSA provenance attestation"))
+		})
+	}
 }
 
 // TestAttestationsPastTheBounds fills the referrers with a bundle larger

@@ -3,7 +3,9 @@ package signing
 import (
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -49,4 +51,40 @@ func pushTagLayer(t testing.TB, reg *registry.Registry, repo, tag string, mediaT
 		t.Fatalf("adding a layer to %s: %v", tag, err)
 	}
 	reg.Push(t, repo, tag, img)
+}
+
+// AttestTag attests predicate, of predicateType, about repo@digest
+// keyless, with a certificate for subject and issuer, in the cosign 2
+// layout: a DSSE envelope added as a layer of the manifest at
+// signature.AttestationTag(digest), with the certificate and the Rekor
+// entry in its annotations, as `cosign attest --yes` did before cosign 3.
+func (s *Sigstore) AttestTag(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer, predicateType string, predicate []byte) {
+	t.Helper()
+	body := attestation(reg.Image(repo), digest, predicateType, predicate)
+	e, err := s.vs.AttestAtTime(subject, issuer, body, time.Now().Add(5*time.Minute), true)
+	if err != nil {
+		t.Fatalf("attesting keyless: %v", err)
+	}
+	vc, err := e.VerificationContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.SignatureContent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := e.TlogEntries()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("the virtual Sigstore logged %d entries: %v", len(entries), err)
+	}
+	data, err := json.Marshal(sc.EnvelopeContent().RawEnvelope())
+	if err != nil {
+		t.Fatalf("encoding an envelope: %v", err)
+	}
+	pushTagLayer(t, reg, repo, signature.AttestationTag(digest), signature.DSSEMediaType, data, map[string]string{
+		signature.SignatureAnnotation:   "",
+		signature.CertificateAnnotation: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vc.Certificate().Raw})),
+		signature.RekorBundleAnnotation: s.rekorBundle(t, entries[0]),
+		"predicateType":                 predicateType,
+	})
 }

@@ -16,6 +16,8 @@ const (
 	SPDXDocument = "https://spdx.dev/Document"
 	// VulnsV02 is the predicate type of Scan.
 	VulnsV02 = "https://in-toto.io/attestation/vulns/v0.2"
+	// CosignVulnV1 is the predicate type of TrivyScan and GrypeScan.
+	CosignVulnV1 = "https://cosign.sigstore.dev/attestation/vuln/v1"
 	// OpenVEX is the predicate type of NotAffected.
 	OpenVEX = "https://openvex.dev/ns/v0.2.0"
 )
@@ -58,5 +60,38 @@ func Scan(at time.Time, findings map[string]string) []byte {
 	}
 	return fmt.Appendf(nil, `{"scanner":{"uri":"pkg:github/aquasecurity/trivy@0.58.0","result":[%s]},
 "metadata":{"scanStartedOn":%q,"scanFinishedOn":%q}}`, strings.Join(results, ","),
+		at.Add(-time.Minute).UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
+}
+
+// TrivyScan is cosign's vulnerability predicate (`cosign attest --type
+// vuln --predicate trivy.json`) of a Trivy scan finished at, with findings
+// of id → severity (CRITICAL, HIGH, ...), in Trivy's JSON report.
+func TrivyScan(at time.Time, findings map[string]string) []byte {
+	vulns := make([]string, 0, len(findings))
+	for id, sev := range findings {
+		vulns = append(vulns, fmt.Sprintf(`{"VulnerabilityID":%q,"PkgName":"openssl","InstalledVersion":"3.0.1","Severity":%q}`, id, sev))
+	}
+	report := fmt.Sprintf(`{"SchemaVersion":2,"ArtifactName":"ghcr.io/acme/agent","ArtifactType":"container_image",
+"Results":[{"Target":"ghcr.io/acme/agent (alpine 3.20)","Class":"os-pkgs","Type":"alpine","Vulnerabilities":[%s]},
+{"Target":"app/go.mod","Class":"lang-pkgs","Type":"gomod"}]}`, strings.Join(vulns, ","))
+	return cosignVuln("pkg:github/aquasecurity/trivy@0.58.0", report, at)
+}
+
+// GrypeScan is cosign's vulnerability predicate of a Grype scan finished
+// at, with findings of id → severity (Critical, High, ...), in Grype's
+// JSON report.
+func GrypeScan(at time.Time, findings map[string]string) []byte {
+	matches := make([]string, 0, len(findings))
+	for id, sev := range findings {
+		matches = append(matches, fmt.Sprintf(`{"vulnerability":{"id":%q,"severity":%q},"artifact":{"name":"openssl","version":"3.0.1"}}`, id, sev))
+	}
+	return cosignVuln("pkg:github/anchore/grype@0.86.0", fmt.Sprintf(`{"matches":[%s]}`, strings.Join(matches, ",")), at)
+}
+
+// cosignVuln wraps a scanner's report in cosign's vulnerability predicate.
+func cosignVuln(scanner, report string, at time.Time) []byte {
+	return fmt.Appendf(nil, `{"invocation":{"parameters":null,"uri":"","event_id":"","builder.id":""},
+"scanner":{"uri":%q,"version":"","db":{"uri":"","version":""},"result":%s},
+"metadata":{"scanStartedOn":%q,"scanFinishedOn":%q}}`, scanner, report,
 		at.Add(-time.Minute).UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
 }

@@ -221,8 +221,18 @@ func (s *Sigstore) SignTag(t testing.TB, reg *registry.Registry, repo, digest, s
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("the virtual Sigstore logged %d entries: %v", len(entries), err)
 	}
-	tle := s.logEntry(t, entries[0])
-	rekorBundle, err := json.Marshal(map[string]any{
+	pushTagSignature(t, reg, repo, digest, payload, map[string]string{
+		signature.SignatureAnnotation:   base64.StdEncoding.EncodeToString(sc.MessageSignatureContent().Signature()),
+		signature.CertificateAnnotation: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vc.Certificate().Raw})),
+		signature.RekorBundleAnnotation: s.rekorBundle(t, entries[0]),
+	})
+}
+
+// rekorBundle is entry as cosign 2's RekorBundleAnnotation holds it.
+func (s *Sigstore) rekorBundle(t testing.TB, entry *tlog.Entry) string {
+	t.Helper()
+	tle := s.logEntry(t, entry)
+	data, err := json.Marshal(map[string]any{
 		"SignedEntryTimestamp": tle.GetInclusionPromise().GetSignedEntryTimestamp(),
 		"Payload": map[string]any{
 			"body":           tle.GetCanonicalizedBody(),
@@ -234,11 +244,7 @@ func (s *Sigstore) SignTag(t testing.TB, reg *registry.Registry, repo, digest, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	pushTagSignature(t, reg, repo, digest, payload, map[string]string{
-		signature.SignatureAnnotation:   base64.StdEncoding.EncodeToString(sc.MessageSignatureContent().Signature()),
-		signature.CertificateAnnotation: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vc.Certificate().Raw})),
-		signature.RekorBundleAnnotation: string(rekorBundle),
-	})
+	return string(data)
 }
 
 // SignBundle signs repo@digest keyless, with a certificate for subject
