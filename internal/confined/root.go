@@ -10,15 +10,14 @@
 package confined
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -215,7 +214,7 @@ func (r *Root) ReplaceFile(name string, data []byte, perm fs.FileMode) error {
 func (r *Root) WriteTemp(name string, data []byte, perm fs.FileMode) (string, error) {
 	dir, base := path.Split(name)
 	for range 10 {
-		temp := dir + "." + base + ".uprev-" + strconv.FormatUint(rand.Uint64(), 36)
+		temp := dir + "." + base + ".uprev-" + rand.Text()
 		f, err := r.root.OpenFile(filepath.FromSlash(temp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
 			continue

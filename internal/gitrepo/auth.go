@@ -189,7 +189,7 @@ func hostKeyCallback(known []byte) (ssh.HostKeyCallback, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing known_hosts: %w", err)
 	}
-	defer os.Remove(f.Name())
+	defer func() { _ = os.Remove(f.Name()) }() // read at once below; a temp file left behind holds only public host keys
 	_, werr := f.Write(known)
 	if err := errors.Join(werr, f.Close()); err != nil {
 		return nil, fmt.Errorf("writing known_hosts: %w", err)

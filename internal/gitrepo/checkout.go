@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -32,7 +33,7 @@ func (s *Session) checkoutFresh(commit plumbing.Hash) error {
 			return err
 		}
 		idx.Entries = append(idx.Entries, &index.Entry{
-			Name: f.Name, Hash: f.Hash, Mode: f.Mode, ModifiedAt: info.ModTime(), Size: uint32(info.Size()),
+			Name: f.Name, Hash: f.Hash, Mode: f.Mode, ModifiedAt: info.ModTime(), Size: indexSize(info.Size()),
 		})
 		return nil
 	}
@@ -87,4 +88,11 @@ func (s *Session) resetTo(commit plumbing.Hash) error {
 		return err
 	}
 	return s.checkoutFresh(commit)
+}
+
+// indexSize is a file's size as the Git index holds it: its low 32 bits,
+// as Git keeps them, so that a file of 4 GiB or more still matches its entry
+// (and is told apart by its content, as Git does).
+func indexSize(size int64) uint32 {
+	return uint32(size & math.MaxUint32)
 }

@@ -143,7 +143,7 @@ func (s *Session) blobContains(hash plumbing.Hash, tokens []string) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("reading blob %s: %w", hash, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read only
 	content, err := io.ReadAll(r)
 	if err != nil {
 		return false, fmt.Errorf("reading blob %s: %w", hash, err)

@@ -82,7 +82,7 @@ func (r *Remote) listTags(ctx context.Context, proxy transport.ProxyOptions, bud
 	if err != nil {
 		return nil, err
 	}
-	defer session.Close()
+	defer func() { _ = session.Close() }() // the references are read by then, or failed with their own error
 	adv, err := session.AdvertisedReferencesContext(ctx)
 	if err != nil {
 		return nil, err

@@ -116,7 +116,7 @@ func matchesEntry(root *confined.Root, name string, info fs.FileInfo, e *index.E
 		return false, nil
 	}
 	racy := indexWritten == nil || !e.ModifiedAt.Before(indexWritten.ModTime())
-	if !racy && uint32(info.Size()) == e.Size && info.ModTime().Equal(e.ModifiedAt) {
+	if !racy && indexSize(info.Size()) == e.Size && info.ModTime().Equal(e.ModifiedAt) {
 		return true, nil
 	}
 	content, err := blobContent(root, name, info)
@@ -369,7 +369,7 @@ func (s *Session) applyTreeDiff(idx *index.Index, from, to plumbing.Hash) error 
 		}
 		*e = index.Entry{
 			Name: entry.Name, Hash: entry.Hash, Mode: entry.Mode,
-			ModifiedAt: info.ModTime(), Size: uint32(info.Size()),
+			ModifiedAt: info.ModTime(), Size: indexSize(info.Size()),
 		}
 	}
 	return nil

@@ -283,7 +283,7 @@ func (s *Session) stageInto(idx *index.Index, paths []string) error {
 		} else if err != nil {
 			return fmt.Errorf("staging %s: %w", path, err)
 		}
-		entry.Hash, entry.Mode, entry.ModifiedAt, entry.Size = hash, mode, info.ModTime(), uint32(info.Size())
+		entry.Hash, entry.Mode, entry.ModifiedAt, entry.Size = hash, mode, info.ModTime(), indexSize(info.Size())
 	}
 	if err := s.repo.Storer.SetIndex(idx); err != nil {
 		return fmt.Errorf("writing the index: %w", err)

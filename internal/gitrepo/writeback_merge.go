@@ -85,7 +85,7 @@ func (s *Session) writeEntry(root *confined.Root, path string, entry object.Tree
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read only
 	content, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)

@@ -43,12 +43,15 @@ func TestDialContextRefusesADeniedAddress(t *testing.T) {
 	d, err := Parse([]string{"127.0.0.0/8", "::1/128"})
 	g.Expect(err).NotTo(HaveOccurred())
 	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext(net.Dialer{})}}
-	_, err = client.Get(srv.URL)
+	resp, err := client.Get(srv.URL)
 	g.Expect(err).To(MatchError(ErrDenied))
+	if err == nil {
+		g.Expect(resp.Body.Close()).To(Succeed())
+	}
 	g.Expect(requests).To(BeZero())
 
 	open := &http.Client{Transport: &http.Transport{DialContext: Denylist(nil).DialContext(net.Dialer{})}}
-	resp, err := open.Get(srv.URL)
+	resp, err = open.Get(srv.URL)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp.Body.Close()).To(Succeed())
 }

@@ -256,7 +256,7 @@ func (s Store) read(key string, modTime bool) (body string, written time.Time, e
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	info, err := f.Stat()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("reading tags of %s: %w", key, err)

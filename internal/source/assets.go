@@ -235,7 +235,7 @@ func (s *session) download(ctx context.Context, rawURL string, limit int64, read
 	if err != nil {
 		return "", s.requestError(ctx, rawURL, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("%w: GET %s: HTTP %d%s", ErrUnreachable, RedactURL(rawURL), resp.StatusCode, errorText(resp.Body))
 	}

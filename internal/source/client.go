@@ -256,7 +256,7 @@ func secretFingerprint(a Access) string {
 				}
 			}
 		}) {
-			fmt.Fprintf(h, "%s=%x;", k, sha256.Sum256(data[k]))
+			_, _ = fmt.Fprintf(h, "%s=%x;", k, sha256.Sum256(data[k])) // a hash's writes never fail
 		}
 		h.Write([]byte{0})
 	}
@@ -301,7 +301,7 @@ func (s *session) get(ctx context.Context, rawURL, variant string, headers map[s
 	if err != nil {
 		return answer{}, false, s.requestError(ctx, rawURL, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read only
 	if err := s.checkRateLimit(resp); err != nil {
 		return answer{}, false, err
 	}
