@@ -77,6 +77,11 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 			log.Error(err, "Reporting progress")
 		}
 	}
+	// The request this run handles is the one it was started for: a
+	// progress write returns the object as the API server has it, with a
+	// request made since, which this run never saw and must leave for the
+	// run that the request's own event starts.
+	token, requested := meta.ReconcileAnnotationValue(obj.GetAnnotations())
 	start := time.Now()
 	o := reconcile(ctx, progress)
 	var silent *silentRetryError
@@ -88,7 +93,7 @@ func (r *reconciler) run(ctx context.Context, obj managedObject, st statusFields
 	if setConditions(obj, o) && !o.putOff() {
 		*st.observedGeneration = obj.GetGeneration()
 	}
-	if token, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && !o.putOff() {
+	if requested && !o.putOff() {
 		st.requests.SetLastHandledReconcileRequest(token)
 	}
 	patchErr := status.write(ctx, obj)

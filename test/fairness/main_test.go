@@ -55,12 +55,19 @@ func newNamespace(t testing.TB, prefix string) string {
 	return ns.Name
 }
 
-// create creates obj, failing the test otherwise.
+// create creates obj, failing the test otherwise, and deletes it when the
+// test ends, while the test's manager still runs, so that a later test's
+// manager does not spend its workers on this test's stopped servers.
 func create(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := k8s.Create(context.Background(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}
+	t.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), obj); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
+		}
+	})
 }
 
 // readyCondition returns a function that reads obj's Ready condition.

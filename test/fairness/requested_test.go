@@ -82,12 +82,7 @@ func TestRequestedScansAreNeverDropped(t *testing.T) {
 		start := time.Now()
 		token := start.Format(time.RFC3339Nano)
 		for _, repo := range repos {
-			patch := client.MergeFrom(repo.DeepCopy())
-			if repo.Annotations == nil {
-				repo.Annotations = map[string]string{}
-			}
-			repo.Annotations[meta.ReconcileRequestAnnotation] = token
-			g.Expect(k8s.Patch(ctx, repo, patch)).To(Succeed())
+			requestReconcile(t, repo, token)
 		}
 		expectTags(tag, round+1, token, 15*time.Second)
 		t.Logf("round %d: twelve requested scans selected %s within %s", round, tag, time.Since(start).Round(100*time.Millisecond))
@@ -156,14 +151,25 @@ func TestRequestedSourceScansAreNeverDropped(t *testing.T) {
 		start := time.Now()
 		token := start.Format(time.RFC3339Nano)
 		for _, rs := range sources {
-			patch := client.MergeFrom(rs.DeepCopy())
-			if rs.Annotations == nil {
-				rs.Annotations = map[string]string{}
-			}
-			rs.Annotations[meta.ReconcileRequestAnnotation] = token
-			g.Expect(k8s.Patch(ctx, rs, patch)).To(Succeed())
+			requestReconcile(t, rs, token)
 		}
 		expectVersion(want, token, 15*time.Second)
 		t.Logf("round %d: twelve requested scans selected %s within %s", round, want, time.Since(start).Round(100*time.Millisecond))
+	}
+}
+
+// requestReconcile asks for a reconcile of obj now, as `flux reconcile`,
+// `uprev reconcile` and push webhooks do, with token as the request.
+func requestReconcile(t testing.TB, obj client.Object, token string) {
+	t.Helper()
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[meta.ReconcileRequestAnnotation] = token
+	obj.SetAnnotations(annotations)
+	if err := k8s.Patch(context.Background(), obj, patch); err != nil {
+		t.Fatalf("requesting a reconcile of %s: %v", obj.GetName(), err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Realm is the realm the HTTP server names in its WWW-Authenticate header.
@@ -36,6 +37,7 @@ type config struct {
 	pushGate           <-chan struct{}
 	beforePush         func(repo string)
 	afterPush          func(repo string)
+	advertiseDelay     time.Duration
 }
 
 // WithBasicAuth makes the HTTP server require these basic-auth credentials
@@ -80,6 +82,13 @@ func WithBeforePush(hook func(repo string)) Option {
 // learns when a push landed without polling the repository.
 func WithAfterPush(hook func(repo string)) Option {
 	return func(c *config) { c.afterPush = hook }
+}
+
+// WithAdvertiseDelay makes every ref advertisement over HTTP (the request
+// that starts each clone, fetch, ls-remote and push) answer d late, as a
+// busy or distant Git server does: each Git session costs at least d.
+func WithAdvertiseDelay(d time.Duration) Option {
+	return func(c *config) { c.advertiseDelay = d }
 }
 
 // Counts tells how many ref advertisements the server has sent, one per
@@ -140,7 +149,7 @@ func New(root string, logs io.Writer, opts ...Option) (*Server, error) {
 		),
 		Stderr: logs,
 	}
-	handler := s.authenticate(s.count(s.gate(s.beforePush(s.afterPush(backend)))))
+	handler := s.authenticate(s.count(s.delay(s.gate(s.beforePush(s.afterPush(backend))))))
 	if s.cfg.tls {
 		s.http = httptest.NewTLSServer(handler)
 	} else {
@@ -169,6 +178,26 @@ func (s *Server) count(next http.Handler) http.Handler {
 				s.uploads.Add(1)
 			case "git-receive-pack":
 				s.pushes.Add(1)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// delay holds each ref advertisement for the configured delay.
+func (s *Server) delay(next http.Handler) http.Handler {
+	d := s.cfg.advertiseDelay
+	if d == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return
 			}
 		}
 		next.ServeHTTP(w, r)
