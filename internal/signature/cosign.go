@@ -74,8 +74,8 @@ type cosignPolicy struct {
 
 func compileCosign(spec Spec) (Policy, error) {
 	p := &cosignPolicy{}
-	fp := sha256.New()
-	fmt.Fprintf(fp, "cosign\n")
+	fp := sha256.New() // a hash: its writes never fail
+	_, _ = fmt.Fprintf(fp, "cosign\n")
 	if spec.Keys != nil {
 		names := make([]string, 0, len(spec.Keys))
 		for name := range spec.Keys {
@@ -96,7 +96,7 @@ func compileCosign(spec Spec) (Policy, error) {
 				return nil, fmt.Errorf("%w: public key %s: %w", ErrInvalidSpec, name, err)
 			}
 			p.keys = append(p.keys, v)
-			fmt.Fprintf(fp, "key %s %x\n", name, sha256.Sum256(spec.Keys[name]))
+			_, _ = fmt.Fprintf(fp, "key %s %x\n", name, sha256.Sum256(spec.Keys[name]))
 		}
 		p.fingerprint = hex.EncodeToString(fp.Sum(nil))
 		return p, nil
@@ -118,7 +118,7 @@ func compileCosign(spec Spec) (Policy, error) {
 			return nil, fmt.Errorf("%w: matchOIDCIdentity[%d]: %w", ErrInvalidSpec, i, err)
 		}
 		p.identities = append(p.identities, ci)
-		fmt.Fprintf(fp, "identity %q %q\n", id.Issuer, id.Subject)
+		_, _ = fmt.Fprintf(fp, "identity %q %q\n", id.Issuer, id.Subject)
 	}
 	rootJSON := spec.TrustedRoot
 	if rootJSON == nil {
@@ -128,7 +128,7 @@ func compileCosign(spec Spec) (Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: trusted_root.json: %w", ErrInvalidSpec, err)
 	}
-	fmt.Fprintf(fp, "root %x\n", sha256.Sum256(rootJSON))
+	_, _ = fmt.Fprintf(fp, "root %x\n", sha256.Sum256(rootJSON))
 	// A keyless signature must be logged in the root's transparency log,
 	// and its certificate must have been valid when it was logged.
 	if p.keyless, err = verify.NewVerifier(trusted, verify.WithTransparencyLog(1), verify.WithObserverTimestamps(1)); err != nil {

@@ -201,7 +201,7 @@ func readBlob(img v1.Image, layer v1.Descriptor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // read only
 	data, err := io.ReadAll(io.LimitReader(rc, MaxSignatureBytes+1))
 	if err != nil {
 		return nil, err

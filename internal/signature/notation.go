@@ -46,8 +46,8 @@ func compileNotation(spec Spec) (Policy, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidSpec, TrustPolicyKey, err)
 	}
-	fp := sha256.New()
-	fmt.Fprintf(fp, "notation\n%x\n", sha256.Sum256(raw))
+	fp := sha256.New() // a hash: its writes never fail
+	_, _ = fmt.Fprintf(fp, "notation\n%x\n", sha256.Sum256(raw))
 	names := make([]string, 0, len(spec.Keys))
 	for name := range spec.Keys {
 		if strings.HasSuffix(name, ".crt") || strings.HasSuffix(name, ".pem") {
@@ -62,7 +62,7 @@ func compileNotation(spec Spec) (Policy, error) {
 			return nil, fmt.Errorf("%w: certificate %s does not parse", ErrInvalidSpec, name)
 		}
 		store = append(store, certs...)
-		fmt.Fprintf(fp, "cert %s %x\n", name, sha256.Sum256(spec.Keys[name]))
+		_, _ = fmt.Fprintf(fp, "cert %s %x\n", name, sha256.Sum256(spec.Keys[name]))
 	}
 	if len(store) == 0 {
 		return nil, fmt.Errorf("%w: the secret has no certificate (an entry named *.crt or *.pem)", ErrInvalidSpec)
@@ -91,9 +91,9 @@ func (p *notationPolicy) verify(ctx context.Context, reg Registry, image, digest
 		ArtifactReference:    image + "@" + digest,
 		MaxSignatureAttempts: MaxSignatures,
 	})
-	var noPolicy notation.ErrorNoApplicableTrustPolicy
-	var retrieval notation.ErrorSignatureRetrievalFailed
-	var failed notation.ErrorVerificationFailed
+	var noPolicy notation.NoApplicableTrustPolicyError
+	var retrieval notation.SignatureRetrievalFailedError
+	var failed notation.VerificationFailedError
 	switch {
 	case err == nil:
 		return Verdict{Verified: true}, nil
