@@ -56,7 +56,7 @@ func (r *ImageUpdateAutomationReconciler) translate(ctx context.Context, obj *ia
 		engine := prev.(uprevv1.UpdateAutomationStatus)
 		st := &run.auto.Status
 		st.ObservedPushRevision, st.Holds, st.RefusedDowngrades = engine.ObservedPushRevision, engine.Holds, engine.RefusedDowngrades
-		st.PullRequest = engine.PullRequest
+		st.PullRequest, st.PullRequests = engine.PullRequest, engine.PullRequests
 	}
 	return run, nil
 }

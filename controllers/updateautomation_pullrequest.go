@@ -61,6 +61,9 @@ func validatePullRequest(auto *uprevv1.UpdateAutomation, gitSecretNamespace stri
 	if _, err := pullRequestRepository(auto); err != nil {
 		return stalled(uprevv1.InvalidSpecReason, err)
 	}
+	if err := validateGroupBy(pr.GroupBy); err != nil {
+		return err
+	}
 	if pr.SecretRef == nil {
 		return forgeSecretFallback(auto, gitSecretNamespace)
 	}
@@ -167,6 +170,9 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 	title, desc, err := pullRequestDescription(run, head)
 	if err != nil {
 		return gitError(err)
+	}
+	if run.group != nil {
+		title = groupTitle(title, spec.GroupBy, run.group.name)
 	}
 	run.progress(ctx, "opening or updating the pull request of %s", auto.PushBranch())
 	pr, err := f.EnsurePullRequest(ctx, forge.PullRequestSpec{
@@ -362,6 +368,9 @@ func (run *automationRun) pullRequestSummary() string {
 	verb := "updated"
 	if run.pr.result.Created {
 		verb = "opened"
+	}
+	if run.group != nil && run.group.name != "" {
+		return fmt.Sprintf("%s pull request #%d (%s)", verb, run.pr.result.Number, run.group.name)
 	}
 	return fmt.Sprintf("%s pull request #%d", verb, run.pr.result.Number)
 }

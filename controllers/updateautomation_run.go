@@ -93,6 +93,12 @@ type automationRun struct {
 	commit   string
 	// pr is what the pull request phase did.
 	pr pullRequestRun
+	// group is the group of changes a group's run writes, nil for the
+	// run of an automation.
+	group *pullRequestGroup
+	// groups are the runs of the groups, when the automation groups its
+	// changes (writeGroups).
+	groups []*automationRun
 }
 
 // reconcile runs the phases in order; each wraps its error with what it was
@@ -103,10 +109,7 @@ func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automat
 		r.takeGitShare,
 		r.selectPolicies,
 		r.openRepository,
-		r.readHolds,
-		r.readCRDs,
-		r.writeBack,
-		r.ensurePullRequest,
+		r.writeGroups,
 	}
 	defer func() {
 		if run.session != nil {

@@ -30,11 +30,12 @@ func (r *UpdateAutomationReconciler) recordStatus(ctx context.Context, run *auto
 				"%s: %s stays at %s; the policy selects the lower %s (set spec.allowDowngrade to allow it)", d.File, d.Policy, d.Current, d.Selected)
 		}
 	}
-	if run.commit != "" {
-		r.pushes.pushed(ctx, auto.Spec.Git.URL, auto.PushBranch())
+	for _, p := range run.pushed() {
+		branch := p.auto.PushBranch()
+		r.pushes.pushed(ctx, auto.Spec.Git.URL, branch)
 		r.Events.Eventf(run.front.object, nil, corev1.EventTypeNormal, pushedReason, "Push",
-			"Pushed commit %s to %s: %s", shortSHA(run.commit), auto.PushBranch(), update.Subject(update.CommitData{Updates: run.result.Updates()}))
-		ctrl.LoggerFrom(ctx).Info("Pushed commit", "commit", run.commit, "branch", auto.PushBranch(), "changes", len(run.result.Changes))
+			"Pushed commit %s to %s: %s", shortSHA(p.commit), branch, update.Subject(update.CommitData{Updates: p.result.Updates()}))
+		ctrl.LoggerFrom(ctx).Info("Pushed commit", "commit", p.commit, "branch", branch, "changes", len(p.result.Changes))
 	}
 }
 
@@ -48,7 +49,7 @@ func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, n
 		st.ObservedPolicies = observedPolicies(run.policies, run.sources)
 	}
 	if run.rules != nil {
-		st.Holds = holdStatus(run.rules)
+		st.Holds = holdStatus(run.held())
 	}
 	if run.crdsRead && !run.unchanged {
 		st.CRDs = crdStatus(run)
@@ -58,11 +59,12 @@ func automationStatus(prev uprevv1.UpdateAutomationStatus, run *automationRun, n
 		st.ObservedSourceRevision = run.revisions.source
 		st.ObservedPushRevision = run.revisions.push
 	}
-	if run.commit != "" {
-		st.LastPushCommit = run.commit
+	for _, p := range run.pushed() {
+		st.LastPushCommit = p.commit
 		st.LastPushTime = &now
 	}
 	st.PullRequest = pullRequestStatus(st.PullRequest, run)
+	st.PullRequests = groupPullRequests(st.PullRequests, run)
 	return st
 }
 
@@ -86,21 +88,24 @@ func refusedDowngrades(prev []uprevv1.RefusedDowngrade, run *automationRun) []up
 // summary is the Ready message of a successful run.
 func (run *automationRun) summary() string {
 	var parts []string
+	pushed := run.pushed()
+	for _, p := range pushed {
+		parts = append(parts, fmt.Sprintf("pushed %s to %s", shortSHA(p.commit), p.auto.PushBranch()))
+	}
 	switch {
-	case run.commit != "":
-		parts = append(parts, fmt.Sprintf("pushed %s to %s", shortSHA(run.commit), run.auto.PushBranch()))
+	case len(pushed) > 0:
 	case run.unchanged:
 		parts = append(parts, "no change: nothing new since "+run.revisions.source)
 	default:
 		parts = append(parts, "no change")
 	}
-	if s := run.pullRequestSummary(); s != "" {
-		parts = append(parts, s)
-	}
-	if run.rules != nil { // nil when the run failed before reading holds
-		if n := len(run.rules.Held()); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d held", n))
+	for _, g := range append([]*automationRun{run}, run.groups...) {
+		if s := g.pullRequestSummary(); s != "" {
+			parts = append(parts, s)
 		}
+	}
+	if n := len(run.held()); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d held", n))
 	}
 	if n := len(run.auto.Status.RefusedDowngrades); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d downgrades refused", n))

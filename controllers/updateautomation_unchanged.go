@@ -33,15 +33,15 @@ func revisionsOf(s *gitrepo.Session) revisions {
 // and the branch tips, the policies it selects, the holds in force and the
 // CRD artifacts are all what that run saw. Anything else — someone's push,
 // a new tag, a released hold, a spec change, a failed last run — makes a
-// full run.
+// full run. A group's run (pullRequestGroups) always makes one.
 func unchanged(auto *uprevv1.UpdateAutomation, run *automationRun, tips revisions) bool {
 	prev := &auto.Status
-	return conditions.IsReady(auto) &&
+	return run.group == nil && conditions.IsReady(auto) &&
 		prev.ObservedGeneration == auto.Generation &&
 		prev.ObservedSourceRevision == tips.source && tips.source != "" &&
 		prev.ObservedPushRevision == tips.push &&
 		maps.Equal(prev.ObservedPolicies, observedPolicies(run.policies, run.sources)) &&
-		slices.Equal(prev.Holds, holdStatus(run.rules)) &&
+		slices.Equal(prev.Holds, holdStatus(run.rules.Held())) &&
 		slices.EqualFunc(prev.CRDs, run.crds, func(st uprevv1.CRDBundleStatus, b *crdBundle) bool {
 			return st.Policy == b.policy.String() && st.Path == b.spec.Path && st.Digest == b.digest
 		})
@@ -69,9 +69,9 @@ func observedPolicies(policies map[update.PolicyKey]*imagev1.ImagePolicy, source
 }
 
 // holdStatus returns the holds in force, as status records them.
-func holdStatus(rules *guard.Rules) []uprevv1.Hold {
+func holdStatus(held []guard.Hold) []uprevv1.Hold {
 	var out []uprevv1.Hold
-	for _, h := range rules.Held() {
+	for _, h := range held {
 		out = append(out, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
 	}
 	return out

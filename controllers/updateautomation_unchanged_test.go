@@ -45,7 +45,7 @@ func TestUnchanged(t *testing.T) {
 				ObservedSourceRevision: tips.source,
 				ObservedPushRevision:   tips.push,
 				ObservedPolicies:       map[string]uprevv1.ImageRef{"agent": {Name: "acme/agent", Tag: "1.3.0", Digest: "sha256:13"}},
-				Holds:                  holdStatus(rules("")),
+				Holds:                  holdStatus(rules("").Held()),
 				CRDs:                   []uprevv1.CRDBundleStatus{{Policy: crdsKey.String(), Path: "crds/operator", Digest: "sha256:c1"}},
 			},
 		}
@@ -56,7 +56,7 @@ func TestUnchanged(t *testing.T) {
 		return &automationRun{policies: policy("1.3.0", "sha256:13"), rules: rules(""), crds: bundle("sha256:c1")}
 	}
 	g := NewWithT(t)
-	g.Expect(holdStatus(rules(""))).To(HaveLen(1), "the fixture has a hold in force")
+	g.Expect(holdStatus(rules("").Held())).To(HaveLen(1), "the fixture has a hold in force")
 	g.Expect(unchanged(last(), same(), tips)).To(BeTrue(), "nothing new")
 
 	for _, tc := range []struct {

@@ -57,10 +57,39 @@ type PullRequestSpec struct {
 	// Reviewers are user names asked for a review.
 	// +optional
 	Reviewers []string `json:"reviewers,omitempty"`
+
+	// GroupBy opens one pull request per group of changes, each from a
+	// branch of its own, `<push branch>-<group>`, with the group in its
+	// title: none (the default) groups nothing, one pull request from the
+	// push branch; policy makes each ImagePolicy (and ReleaseSource) a
+	// group, named after it; any other value is a label key, and the
+	// policies with the same value of that label make a group named after
+	// the value, while those without the label stay on the push branch.
+	// A newer version updates its group's pull request in place.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	GroupBy string `json:"groupBy,omitempty"`
 }
+
+// GroupByNone and GroupByPolicy are the values of
+// PullRequestSpec.GroupBy that are not label keys.
+const (
+	GroupByNone   = "none"
+	GroupByPolicy = "policy"
+)
 
 // PullRequestStatus is the pull request of the push branch as last seen.
 type PullRequestStatus struct {
+	// Group is the group of changes the pull request is for (see
+	// PullRequestSpec.GroupBy); empty for the push branch's own.
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// Branch is the branch the pull request goes from, when it is a
+	// group's.
+	// +optional
+	Branch string `json:"branch,omitempty"`
+
 	// URL is the pull request's web page.
 	// +optional
 	URL string `json:"url,omitempty"`

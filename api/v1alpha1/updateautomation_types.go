@@ -237,6 +237,11 @@ type UpdateAutomationStatus struct {
 	// +optional
 	PullRequest *PullRequestStatus `json:"pullRequest,omitempty"`
 
+	// PullRequests are the pull requests of the groups, by group, when
+	// spec.git.push.pullRequest.groupBy groups changes.
+	// +optional
+	PullRequests []PullRequestStatus `json:"pullRequests,omitempty"`
+
 	// Conditions: Ready, Reconciling, Stalled.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

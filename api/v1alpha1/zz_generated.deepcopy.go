@@ -1463,6 +1463,11 @@ func (in *UpdateAutomationStatus) DeepCopyInto(out *UpdateAutomationStatus) {
 		*out = new(PullRequestStatus)
 		**out = **in
 	}
+	if in.PullRequests != nil {
+		in, out := &in.PullRequests, &out.PullRequests
+		*out = make([]PullRequestStatus, len(*in))
+		copy(*out, *in)
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

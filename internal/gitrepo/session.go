@@ -248,3 +248,20 @@ func (s *Session) PushTip() string {
 	}
 	return s.pushTip.String()
 }
+
+// UsePushBranch makes branch the push branch of the session's next
+// WriteBack, as if the session had been opened with it: the branch and
+// the new push branch are fetched, and the working tree is checked out at
+// the branch's tip. It lets one session write several push branches in
+// turn, one WriteBack each, under one lock of the kept clone. Empty means
+// the branch itself.
+func (s *Session) UsePushBranch(ctx context.Context, branch string) error {
+	if branch == "" {
+		branch = s.branch
+	}
+	s.pushBranch, s.wroteBack = branch, false
+	if err := s.sync(ctx); err != nil {
+		return fmt.Errorf("fetching push branch %q of %s: %w", branch, s.remote.Redacted(), err)
+	}
+	return nil
+}

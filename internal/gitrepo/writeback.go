@@ -82,10 +82,11 @@ type WriteBackOptions struct {
 // by making the commit a merge of the branch into the push branch, in which
 // files changed on both sides take the branch's version before edit runs.
 //
-// WriteBack may be called once per Session. A push rejected because the
-// push branch moved is retried on the new tip (fetch, reset, edit, commit)
-// up to MaxAttempts times, then fails with a *PushRejectedError; nothing
-// anyone else pushed is lost.
+// WriteBack may be called once per Session and push branch (see
+// UsePushBranch). A push rejected because the push branch moved is
+// retried on the new tip (fetch, reset, edit, commit) up to MaxAttempts
+// times, then fails with a *PushRejectedError; nothing anyone else pushed
+// is lost.
 func (s *Session) WriteBack(ctx context.Context, opts WriteBackOptions, edit EditFunc) (string, error) {
 	if s.wroteBack {
 		return "", errors.New("writing back: the session has already been written back")
