@@ -50,7 +50,7 @@ func startDashboard(t *testing.T, args ...string) (port, query string) {
 
 // dashboardGet sends GET path to the dashboard on 127.0.0.1:port with the
 // Host header host and the headers of header, following no redirect.
-func dashboardGet(t *testing.T, port, path, host string, header http.Header) (*http.Response, string) {
+func dashboardGet(t *testing.T, port, path, host string, header http.Header) (reply, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://127.0.0.1:"+port+path, nil)
 	if err != nil {
@@ -65,13 +65,22 @@ func dashboardGet(t *testing.T, port, path, host string, header http.Header) (*h
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, string(body)
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, string(body)
 }
+
+// reply is what dashboardGet keeps of a response, whose body it read and closed.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+// Cookies returns the cookies the response set.
+func (r reply) Cookies() []*http.Cookie { return (&http.Response{Header: r.Header}).Cookies() }
 
 // createPrivateSync creates in namespace ns the Sync "private", whose Git
 // URL names the namespace.

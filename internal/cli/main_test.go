@@ -48,7 +48,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer c.Stop()
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+		}
+	}()
 	kc, err := c.KubeConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,7 +63,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory
 	path := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(path, kc, 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, err)

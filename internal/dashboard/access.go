@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -71,12 +72,10 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if s.isToken(query.Get("token")) {
 		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.o.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		query.Del("token")
-		// One leading slash: "//host" would send the browser elsewhere.
-		target := "/" + strings.TrimLeft(r.URL.Path, "/")
-		if len(query) > 0 {
-			target += "?" + query.Encode()
-		}
-		http.Redirect(w, r, target, http.StatusSeeOther)
+		// One leading slash, and the path escaped: "//host", or "/\host"
+		// which a browser reads as "//host", would send it elsewhere.
+		target := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/"), RawQuery: query.Encode()}
+		http.Redirect(w, r, target.String(), http.StatusSeeOther)
 		return false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="uprev dashboard"`)

@@ -190,8 +190,8 @@ func startServerOn(t *testing.T, ns, address string, o Options) string {
 }
 
 // request sends a GET of path to 127.0.0.1:port with the Host header
-// host, and header's values; it returns the response with its body read.
-func request(t *testing.T, port, path, host string, header http.Header) (*http.Response, string) {
+// host, and header's values; it returns the reply and its body.
+func request(t *testing.T, port, path, host string, header http.Header) (reply, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://127.0.0.1:"+port+path, nil)
 	if err != nil {
@@ -206,13 +206,22 @@ func request(t *testing.T, port, path, host string, header http.Header) (*http.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, string(body)
+	return reply{StatusCode: resp.StatusCode, Header: resp.Header}, string(body)
 }
+
+// reply is what request keeps of a response, whose body it read and closed.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+}
+
+// Cookies returns the cookies the response set.
+func (r reply) Cookies() []*http.Cookie { return (&http.Response{Header: r.Header}).Cookies() }
 
 // TestNonLoopbackAddressNeedsTheToken is a request from another machine
 // to a dashboard bound on 0.0.0.0 that sends `Host: localhost`: without
@@ -239,6 +248,9 @@ func TestNonLoopbackAddressNeedsTheToken(t *testing.T) {
 	resp, _ = request(t, port, "//attacker.example/?token="+token, "localhost:"+port, nil)
 	g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
 	g.Expect(resp.Header.Get("Location")).To(Equal("/attacker.example/"), "the token's redirect stays on the dashboard")
+	resp, _ = request(t, port, "/%5Cattacker.example/?token="+token, "localhost:"+port, nil)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
+	g.Expect(resp.Header.Get("Location")).To(Equal("/%5Cattacker.example/"), "a browser reads /\\host as //host: the backslash stays escaped")
 	resp, _ = request(t, port, "/?token="+token, "localhost:"+port, nil)
 	g.Expect(resp.StatusCode).To(Equal(http.StatusSeeOther))
 	g.Expect(resp.Header.Get("Location")).To(Equal("/"))

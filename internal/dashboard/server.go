@@ -332,6 +332,6 @@ func (s *Server) serveObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprintf(w, "# kubectl get %s.%s %s -n %s -o yaml\n", strings.ToLower(gvk.Kind), gvk.Group, name, namespace)
+	_, _ = fmt.Fprintf(w, "# kubectl get %s.%s %s -n %s -o yaml\n", strings.ToLower(gvk.Kind), gvk.Group, name, namespace)
 	_, _ = w.Write(out)
 }

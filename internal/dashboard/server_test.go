@@ -42,7 +42,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer c.Stop()
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+		}
+	}()
 	// The kinds the page reads (the manager's scheme is the controllers',
 	// which an engine's tests do not import).
 	scheme := runtime.NewScheme()
@@ -205,7 +209,7 @@ func get(t *testing.T, ts *httptest.Server, path, host string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +291,7 @@ func TestLiveUpdates(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	resp, err := ts.Client().Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	g.Expect(resp.Header.Get("Content-Type")).To(Equal("text/event-stream"))
 	events := make(chan string)
 	go readEvents(resp.Body, events)
@@ -355,7 +359,7 @@ func TestFluxAutomations(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	resp, err := ts.Client().Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	events := make(chan string)
 	go readEvents(resp.Body, events)
 	g.Eventually(events).WithTimeout(10 * time.Second).Should(Receive(ContainSubstring(`data-automation="` + ns + `/flux-system"`)))
