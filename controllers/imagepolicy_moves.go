@@ -84,13 +84,14 @@ func (r *ImagePolicyReconciler) selectGated(ctx context.Context, pol *imagev1.Im
 					return gate.Selection{}, registryError(err)
 				}
 			}
-			refused, err := r.verifyCandidate(ctx, c, repo.Spec.Image, gates, checks, sel.Tag, digest, &fetched)
+			signers, refused, err := r.verifyCandidate(ctx, c, repo.Spec.Image, gates, checks, sel.Tag, digest, &fetched)
 			if err != nil {
 				return gate.Selection{}, err
 			}
 			if refused {
 				continue
 			}
+			sel.Signers = signers
 		}
 		sel.Digest = digest
 		return sel, nil

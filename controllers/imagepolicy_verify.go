@@ -58,36 +58,40 @@ func verificationRound(pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository) 
 
 // verifyCandidate checks the signature of tag at digest with every check
 // of gates, and holds tag back in the Refused of the first gate that
-// refuses it. fetched counts the signature checks that read from the
-// registry (cached verdicts are free).
-func (r *ImagePolicyReconciler) verifyCandidate(ctx context.Context, reg *registry.Client, image string, gates []gate.Gate, checks []verification, tag, digest string, fetched *int) (refused bool, err error) {
+// refuses it. When none refuses, signers names, by ReleaseGate, what each
+// accepted signature was verified with. fetched counts the signature
+// checks that read from the registry (cached verdicts are free).
+func (r *ImagePolicyReconciler) verifyCandidate(ctx context.Context, reg *registry.Client, image string, gates []gate.Gate, checks []verification, tag, digest string, fetched *int) (signers map[string]string, refused bool, err error) {
+	signers = map[string]string{}
 	for _, c := range checks {
 		j, err := r.Verifier.Verify(ctx, reg, image, digest, c.policy, c.round)
 		if err != nil {
-			return false, verificationError(tag, err)
+			return nil, false, verificationError(tag, err)
 		}
 		if !j.Cached {
 			*fetched++
 		}
+		signedBy := j.SignedBy
 		if j.Verified && c.attest != nil {
 			if j, err = r.Verifier.Attest(ctx, reg, image, digest, c.policy, *c.attest, c.round); err != nil {
-				return false, verificationError(tag, err)
+				return nil, false, verificationError(tag, err)
 			}
 			if !j.Cached {
 				*fetched++
 			}
 			if !j.Verified {
 				refuse(ctx, &gates[c.gate], tag, gate.Attestations, j, string(j.Reason)+": "+j.Detail)
-				return true, nil
+				return nil, true, nil
 			}
 		}
 		if j.Verified {
+			signers[gates[c.gate].Name] = signedBy
 			continue
 		}
 		refuse(ctx, &gates[c.gate], tag, gate.Verify, j, string(j.Reason))
-		return true, nil
+		return nil, true, nil
 	}
-	return false, nil
+	return signers, false, nil
 }
 
 // refuse holds tag back at g, refused by the gate kind with reason as j

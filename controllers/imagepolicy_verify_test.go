@@ -75,7 +75,7 @@ func TestVerifyTakesTheNewestSignedVersion(t *testing.T) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rg), rg)).To(Succeed())
 		g.Expect(rg.Status.Policies).To(ConsistOf(uprevv1.GatedPolicy{
 			Name:    "agent",
-			Latest:  &uprevv1.GatedVersion{Tag: "1.1.0", Digest: d110},
+			Latest:  &uprevv1.GatedVersion{Tag: "1.1.0", Digest: d110, SignedBy: "key cosign.pub"},
 			Waiting: []uprevv1.WaitingVersion{{Tag: "1.2.0", Gate: "verify", Reason: "unsigned"}},
 		}))
 	}).Should(Succeed())
@@ -122,6 +122,8 @@ func TestVerifyKeylessWithAPrivateSigstore(t *testing.T) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rg), rg)).To(Succeed())
 		g.Expect(rg.Status.Policies).To(HaveLen(1))
 		g.Expect(rg.Status.Policies[0].Waiting).To(ConsistOf(uprevv1.WaitingVersion{Tag: "1.1.0", Gate: "verify", Reason: "identity mismatch"}))
+		g.Expect(rg.Status.Policies[0].Latest).To(HaveField("SignedBy",
+			"keyless identity https://github.com/acme/agent/.github/workflows/release.yaml@refs/tags/v1.0.0, issuer "+issuer))
 	}).Should(Succeed())
 }
 
@@ -157,7 +159,7 @@ func TestVerifyNotationTrustedAndUntrusted(t *testing.T) {
 	reg := registry.Start(t)
 	signing.NotationRSA().Sign(t, reg, "acme/agent", reg.PushImage(t, "acme/agent", "1.0.0"))
 	signing.NotationEC().Sign(t, reg, "acme/agent", reg.PushImage(t, "acme/agent", "1.1.0"))
-	newVerifyGate(t, ns,
+	rg := newVerifyGate(t, ns,
 		&sourcev1.OCIRepositoryVerification{Provider: "notation", SecretRef: &meta.LocalObjectReference{Name: "notation"}},
 		map[string]map[string][]byte{"notation": {"trustpolicy.json": signing.TrustPolicy("*"), "ca.crt": signing.NotationRSA().RootPEM()}})
 	newRepository(t, ns, reg.Image("acme/agent"))
@@ -167,6 +169,12 @@ func TestVerifyNotationTrustedAndUntrusted(t *testing.T) {
 		c, tag := policyState(g, pol)
 		g.Expect(tag).To(Equal("1.0.0"), c.Message)
 		g.Expect(c.Message).To(ContainSubstring("1.1.0 refused: untrusted chain"))
+	}).Should(Succeed())
+	// The gate says which certificate signed what it let through.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rg), rg)).To(Succeed())
+		g.Expect(rg.Status.Policies).To(HaveLen(1))
+		g.Expect(rg.Status.Policies[0].Latest).To(HaveField("SignedBy", MatchRegexp(`^certificate .*CN=`)))
 	}).Should(Succeed())
 }
 

@@ -114,7 +114,8 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 	if err != nil {
 		return outcome{err: stalledf(uprevv1.InvalidSelectorReason, "spec.policySelector: %w", err)}
 	}
-	if _, err := gateOf(ctx, r.Client, rg); err != nil {
+	g, err := gateOf(ctx, r.Client, rg)
+	if err != nil {
 		return outcome{err: err}
 	}
 	if rg.Spec.Verify != nil {
@@ -137,7 +138,7 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 	rg.Status.Policies = make([]uprevv1.GatedPolicy, 0, len(policies))
 	waiting := 0
 	for i := range policies {
-		gp, eligible, selected := r.gatedPolicy(ctx, rg.Name, &policies[i])
+		gp, eligible, selected := r.gatedPolicy(ctx, g, &policies[i])
 		key := gatedPolicyKey{gate: client.ObjectKeyFromObject(rg), policy: gp.Name}
 		r.announced.waitingAgain(key, gp.Waiting)
 		if w := released(before, gp, selected.Tag); w != nil && r.announced.first(key, selected) {
@@ -164,15 +165,18 @@ func (r *ReleaseGateReconciler) reconcile(ctx context.Context, rg *uprevv1.Relea
 	return o
 }
 
-// gatedPolicy reports one policy: what it selects and what waits at the
-// gate named name, with the earliest time one of those becomes eligible,
+// gatedPolicy reports one policy: what it selects, with what gate g
+// checked of it (the signature its verify accepted, the targets of its
+// promotion that run it healthy), and what waits at g, with the earliest
+// time one of those becomes eligible,
 // and the selection the gates now let it make, as the ImagePolicy
 // controller makes it (a tag moved to a new digest waits for its age
 // again here too). A policy that cannot select now (no tags yet, no
 // access) reports its latestRef alone; its own status says why.
-func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, pol *imagev1.ImagePolicy) (uprevv1.GatedPolicy, time.Time, gate.Selection) {
+func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, g gate.Gate, pol *imagev1.ImagePolicy) (uprevv1.GatedPolicy, time.Time, gate.Selection) {
 	gp := uprevv1.GatedPolicy{Name: pol.Name}
-	if ref := pol.Status.LatestRef; ref != nil {
+	ref := pol.Status.LatestRef
+	if ref != nil {
 		gp.Latest = &uprevv1.GatedVersion{Tag: ref.Tag, Digest: ref.Digest}
 	}
 	sel, err := r.selection(ctx, pol)
@@ -180,7 +184,13 @@ func (r *ReleaseGateReconciler) gatedPolicy(ctx context.Context, name string, po
 		ctrl.LoggerFrom(ctx).V(1).Info("Not listing what waits for an image policy", "imagePolicy", klog.KObj(pol), "error", err.Error())
 		return gp, time.Time{}, gate.Selection{}
 	}
-	gp, next := withWaiting(gp, name, sel)
+	if ref != nil && sel.Tag == ref.Tag && (sel.Digest == "" || ref.Digest == "" || sel.Digest == ref.Digest) {
+		gp.Latest.SignedBy = sel.Signers[g.Name]
+		for _, p := range gate.PromotedBy(g, ref.Name, ref.Tag, ref.Digest) {
+			gp.Latest.Promoted = append(gp.Latest.Promoted, uprevv1.PromotedTarget{Sync: p.Sync, Target: p.Target, HealthySince: metav1.NewTime(p.HealthySince)})
+		}
+	}
+	gp, next := withWaiting(gp, g.Name, sel)
 	return gp, next, sel
 }
 

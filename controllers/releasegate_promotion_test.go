@@ -162,6 +162,13 @@ func TestPromotionFollowsStagingOnlyAfterHealthyForAndARevertTakesItBack(t *test
 		g.Expect(c.Message).To(ContainSubstring("1.5.1 waits for promotion: eu-staging runs 1.4.2"))
 	}).Should(Succeed())
 	expectEvent(t, ns, "agent", uprevv1.GateReleasedReason, "1.4.2 no longer waits for promotion at ReleaseGate prod")
+	// The gate reports the evidence it let 1.4.2 through on, which pull
+	// requests show: where it runs healthy, and since when.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rg), rg)).To(Succeed())
+		g.Expect(rg.Status.Policies[0].Latest).To(HaveField("Promoted", ConsistOf(And(
+			HaveField("Sync", s.Name), HaveField("Target", "eu-staging"), HaveField("HealthySince.Time", BeTemporally("==", since))))))
+	}).Should(Succeed())
 
 	// Staging takes 1.5.0: prod waits for a day of health on it.
 	second := srv.CommitFile(t, "fleet", "main", "staging/agent.yaml", deployment(ns, "agent", image+":1.5.0"), "Staging: agent 1.5.0")

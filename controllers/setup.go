@@ -70,6 +70,10 @@ type Options struct {
 	// MaxCRDLayerSize bounds an artifact layer read for CRD bundles; 0
 	// means 100 MiB.
 	MaxCRDLayerSize int64
+	// GitHubReleasesAPI is the API that serves the releases of sources on
+	// github.com for pull requests' release notes: GitHub's public API
+	// when empty; a mirror, or a test's stand-in.
+	GitHubReleasesAPI string
 	// Webhook configures the webhook receivers; they run when Addr is set.
 	Webhook webhook.Options
 	// KubeConfig says what the kubeconfigs of Sync targets may use.

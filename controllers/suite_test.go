@@ -3,12 +3,13 @@ package controllers
 import (
 	"context"
 	"fmt"
-	fluxcache "github.com/fluxcd/pkg/cache"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
+
+	fluxcache "github.com/fluxcd/pkg/cache"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
 	"github.com/uprev-dev/uprev/internal/testenv/testlog"
 )
 
@@ -38,6 +40,10 @@ var testCluster *cluster.Cluster
 
 // storagePath is the manager's --storage-path.
 var storagePath string
+
+// githubReleases stands in for GitHub's releases API, which the manager
+// reads the release notes of sources on github.com from.
+var githubReleases *githubapi.Releases
 
 // testRegistryOptions make registry retries quick enough for tests.
 var testRegistryOptions = registry.ScannerOptions{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
@@ -95,8 +101,11 @@ func runSuite(m *testing.M) int {
 	defer cancel()
 	notifications := httptest.NewServer(http.HandlerFunc(notificationController.receive))
 	defer notifications.Close()
+	releases, stopReleases := githubapi.ServeReleases()
+	defer stopReleases()
+	githubReleases = releases
 	opts := Options{Controllers: AllControllers, StoragePath: storage, Concurrency: 4, Registry: testRegistryOptions,
-		EventsAddr: notifications.URL, TokenCache: fluxcache.TokenFlags{MaxSize: 100, MaxDuration: time.Hour}, Clock: testClock}
+		GitHubReleasesAPI: releases.URL, EventsAddr: notifications.URL, TokenCache: fluxcache.TokenFlags{MaxSize: 100, MaxDuration: time.Hour}, Clock: testClock}
 	if err := Setup(ctx, mgr, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -54,6 +54,9 @@ type UpdateAutomationReconciler struct {
 	// Notes finds the release notes of pull requests' updates; nil leaves
 	// them out.
 	Notes *notes.Fetcher
+	// GitHubReleases is the API that serves the releases of sources on
+	// github.com (notes.GitHubAPI, unless Options say otherwise).
+	GitHubReleases notes.API
 	// Tags is the tag store the image scans write, read for the time a
 	// version was first seen; nil leaves it out of pull requests.
 	Tags *registry.Store

@@ -66,10 +66,7 @@ func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *auto
 		if !ok || key.Kind != "" {
 			continue
 		}
-		c := notes.Change{Title: fmt.Sprintf("%s: %s --> %s", u.Policy, u.Old, u.New)}
-		if seen := r.firstSeen(ctx, pol, u.New); !seen.IsZero() {
-			c.Checked = append(c.Checked, fmt.Sprintf("First seen: %s (%s ago)", seen.UTC().Format(time.RFC3339), releaseAge(r.Clock.Now().Sub(seen))))
-		}
+		c := notes.Change{Title: fmt.Sprintf("%s: %s --> %s", u.Policy, u.Old, u.New), Checked: r.checkedLines(ctx, pol, u.New)}
 		newLabels, oldLabels, err := r.imageLabels(ctx, pol, u.Old, u.New)
 		c.Source = newLabels[ociSource]
 		switch {
@@ -79,7 +76,7 @@ func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *auto
 			c.Missing = "the new version has no " + ociSource + " label or annotation"
 		default:
 			c.CompareURL = notes.CompareURL(c.Source, oldLabels[ociRevision], newLabels[ociRevision])
-			c.Releases, err = r.Notes.Releases(ctx, notesAPI(c.Source, api), c.Source, u.Old, u.New)
+			c.Releases, err = r.Notes.Releases(ctx, notesAPI(c.Source, api, r.GitHubReleases), c.Source, u.Old, u.New)
 			if err != nil {
 				c.Missing = err.Error()
 			}
@@ -87,39 +84,6 @@ func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *auto
 		out = append(out, c)
 	}
 	return out
-}
-
-// firstSeen is when the image scans first saw tag of pol's image, zero
-// when not known.
-func (r *UpdateAutomationReconciler) firstSeen(ctx context.Context, pol *imagev1.ImagePolicy, tag string) time.Time {
-	if r.Tags == nil {
-		return time.Time{}
-	}
-	repo, err := allowedRepository(ctx, r.Client, pol, r.NoCrossNamespaceRefs)
-	if err != nil {
-		return time.Time{}
-	}
-	seen, err := r.Tags.SeenTags(repoKey(repo))
-	if err != nil {
-		return time.Time{}
-	}
-	for _, t := range seen {
-		if t.Name == tag {
-			return t.FirstSeen
-		}
-	}
-	return time.Time{}
-}
-
-// releaseAge says an age in days, hours, or minutes under an hour.
-func releaseAge(d time.Duration) string {
-	switch {
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
 }
 
 // imageLabels returns the labels and manifest annotations of the new and
@@ -177,9 +141,10 @@ func forgeNotesAPI(spec *uprevv1.PullRequestSpec, token string) notes.API {
 
 // notesAPI is the API that serves the releases of source: the pull
 // request's GitHub API, with its token, for a source on its host (api;
-// empty for GitLab and Gitea); GitHub's public API for one on github.com;
-// none for others, so that a label names no host uprev then calls.
-func notesAPI(source string, api notes.API) notes.API {
+// empty for GitLab and Gitea); github, GitHub's public API, for one on
+// github.com; none for others, so that a label names no host uprev then
+// calls.
+func notesAPI(source string, api, github notes.API) notes.API {
 	host := notes.SourceHost(source)
 	switch {
 	case api.URL != "" && host == hostOf(api.URL):
@@ -187,7 +152,7 @@ func notesAPI(source string, api notes.API) notes.API {
 	case host == "github.com" && api.URL == forge.DefaultGitHubURL:
 		return api
 	case host == "github.com":
-		return notes.GitHubAPI
+		return github
 	}
 	return notes.API{}
 }

@@ -66,18 +66,19 @@ func TestPullRequestBodyHasReleaseNotes(t *testing.T) {
 	prs := gh.PullRequests()
 	g.Expect(prs).To(HaveLen(1))
 	// When the scan first saw 1.3.0, and how long ago, by the manager's clock.
-	seen := regexp.MustCompile(`(?m)^First seen: \S+ \(\d+ (min|h|days) ago\)$`).FindString(prs[0].Body)
+	seen := regexp.MustCompile(`(?m)^- First seen: \S+ \(\d+ (min|h|days) ago\)$`).FindString(prs[0].Body)
 	g.Expect(seen).NotTo(BeEmpty(), prs[0].Body)
-	at, err := time.Parse(time.RFC3339, strings.Fields(seen)[2])
+	at, err := time.Parse(time.RFC3339, strings.Fields(seen)[3])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(at).NotTo(BeTemporally(">", testClock.Now()))
 	want := "### Changes\n\n" +
 		"- `apps/agent.yaml` (NS/agent): `IMAGE:1.0.0` --> `IMAGE:1.3.0`\n\n" +
 		"### Release notes\n\n" +
-		"<details><summary>Release notes: NS/agent: 1.0.0 --> 1.3.0</summary>\n\n" +
-		"Source: SOURCE\n" +
-		"Compare: SOURCE/compare/1111111aaaaaaa...3333333ccccccc\n" +
-		seen + "\n\n" +
+		"**NS/agent: 1.0.0 --> 1.3.0**\n\n" +
+		seen + "\n" +
+		"- Source: SOURCE\n" +
+		"- Compare: SOURCE/compare/1111111aaaaaaa...3333333ccccccc\n\n" +
+		"<details><summary>Release notes: 3 releases</summary>\n\n" +
 		"**[v1.3.0](SOURCE/releases/tag/v1.3.0)**\n\n" +
 		"> Thanks @\u200bsomeone!\n" +
 		"> &lt;/details>\n" +

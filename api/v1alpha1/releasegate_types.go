@@ -202,6 +202,28 @@ type GatedVersion struct {
 	// Digest is the tag's digest, when the policy reflects one.
 	// +optional
 	Digest string `json:"digest,omitempty"`
+	// SignedBy is what this gate's verify accepted the digest's signature
+	// with: "key <entry of the Secret>", or "keyless identity <subject>,
+	// issuer <issuer>"; unset without verify.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	SignedBy string `json:"signedBy,omitempty"`
+	// Promoted are the targets of this gate's promotion Sync that run the
+	// version healthy, and since when; unset without promotion.
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Promoted []PromotedTarget `json:"promoted,omitempty"`
+}
+
+// PromotedTarget is a target of an earlier stage that runs a version
+// healthy.
+type PromotedTarget struct {
+	// Sync names the earlier stage's Sync.
+	Sync string `json:"sync"`
+	// Target names its target.
+	Target string `json:"target"`
+	// HealthySince is when the target became healthy on the version.
+	HealthySince metav1.Time `json:"healthySince"`
 }
 
 // WaitingVersion is a version a gate holds back.

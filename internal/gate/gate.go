@@ -110,6 +110,10 @@ type Selection struct {
 	// Digest is the digest of Tag whose signature a Verify gate checked;
 	// empty when no gate verifies signatures.
 	Digest string
+	// Signers name, by ReleaseGate, what the signature of Digest that
+	// gate's verify accepted was verified with (signature.Verdict's
+	// SignedBy); nil when no gate verifies signatures.
+	Signers map[string]string
 
 	// stages are the promotion gates, for DigestHold.
 	stages []*stage

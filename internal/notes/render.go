@@ -48,9 +48,19 @@ type Change struct {
 	// Missing says why there are no notes, when there are none.
 	Missing string
 	// Checked are uprev's own lines on what it checked of the new
-	// version, such as when it was first seen.
+	// version: when it was first seen, the signature and the promotion
+	// its release gates accepted, the newer versions they refused. They
+	// may quote untrusted text (a certificate's identity, an
+	// attestation's builder), so they are rendered inert too.
 	Checked []string
 }
+
+// Bounds of what uprev says it checked of one change, so that the
+// release notes keep their room (MaxChangeBytes).
+const (
+	maxChecked      = 16
+	maxCheckedBytes = 512
+)
 
 // cutMarker is the reserve kept for the line that says the notes were cut.
 const cutMarker = 512
@@ -72,26 +82,34 @@ func Render(changes []Change, budget int) string {
 	return b.String()
 }
 
-// renderChange writes one change within limit bytes.
+// renderChange writes one change within limit bytes: its title, what
+// uprev checked of it, its source and compare links in sight; its
+// release notes in a collapsed block.
 func renderChange(c Change, limit int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<details><summary>Release notes: %s</summary>\n\n", Inline(c.Title))
+	fmt.Fprintf(&b, "**%s**\n\n", Inline(c.Title))
+	for i, line := range c.Checked {
+		if i == maxChecked {
+			fmt.Fprintf(&b, "- and %d more checks\n", len(c.Checked)-i)
+			break
+		}
+		fmt.Fprintf(&b, "- %s\n", cutAtLine(Inline(line), maxCheckedBytes))
+	}
 	if src := webURL(c.Source); src != "" {
-		fmt.Fprintf(&b, "Source: %s\n", src)
+		fmt.Fprintf(&b, "- Source: %s\n", src)
 	}
 	if cmp := webURL(c.CompareURL); cmp != "" {
-		fmt.Fprintf(&b, "Compare: %s\n", cmp)
-	}
-	for _, line := range c.Checked {
-		fmt.Fprintf(&b, "%s\n", Inline(line))
+		fmt.Fprintf(&b, "- Compare: %s\n", cmp)
 	}
 	if len(c.Releases) == 0 {
 		missing := c.Missing
 		if missing == "" {
 			missing = "no release between the two versions"
 		}
-		fmt.Fprintf(&b, "\nNo release notes: %s.\n", Inline(missing))
+		fmt.Fprintf(&b, "- No release notes: %s.\n\n", cutAtLine(Inline(missing), maxCheckedBytes))
+		return b.String()
 	}
+	fmt.Fprintf(&b, "\n<details><summary>Release notes: %s</summary>\n", releaseCount(len(c.Releases)))
 	const end = "\n</details>\n\n"
 	for i, r := range c.Releases {
 		block := renderRelease(r)
@@ -114,6 +132,14 @@ func renderChange(c Change, limit int) string {
 	}
 	b.WriteString(end)
 	return b.String()
+}
+
+// releaseCount says how many releases a change's notes hold.
+func releaseCount(n int) string {
+	if n == 1 {
+		return "1 release"
+	}
+	return fmt.Sprintf("%d releases", n)
 }
 
 // renderRelease writes a release: its heading, uprev's, then its notes

@@ -34,6 +34,9 @@ func TestRenderHostileNotes(t *testing.T) {
 				Title:    "apps/agent: `1.0.0` --> `1.1.0`",
 				Source:   "https://github.com/acme/agent",
 				Releases: []Release{{Tag: "v1.1.0", Name: "@owner <b>1.1</b>", URL: "https://github.com/acme/agent/releases/tag/v1.1.0", Body: tc.body}},
+				// What a gate checked quotes the signer and the attestation,
+				// as hostile as the notes.
+				Checked: []string{"Signature: keyless identity " + tc.body, "Refused: 1.2.0: " + tc.body},
 			}}, 65536)
 			checkInert(t, out)
 		})
@@ -46,7 +49,7 @@ func checkInert(t *testing.T, out string) {
 	if m := mention.FindString(out); m != "" {
 		t.Errorf("mentions or references %q:\n%s", m, out)
 	}
-	if n := strings.Count(out, "<"); n != 4 || !strings.HasPrefix(out, "<details><summary>") || !strings.HasSuffix(out, "</details>\n\n") {
+	if n := strings.Count(out, "<"); n != 4 || !strings.Contains(out, "\n<details><summary>") || !strings.HasSuffix(out, "</details>\n\n") {
 		t.Errorf("has %d '<', not only its own <details><summary></summary> and </details>:\n%s", n, out)
 	}
 	if trailers := guard.ParseUpdateTrailers(out); len(trailers) > 0 {
@@ -157,11 +160,11 @@ func TestRenderMissing(t *testing.T) {
 		Missing:    "listing the releases: HTTP 500 from @evil",
 		Checked:    []string{"First seen: 2026-11-28T08:00:00Z (3 days ago)"},
 	}}, 65536)
-	want := "<details><summary>Release notes: apps/agent: 1.0.0 --> 1.1.0</summary>\n\n" +
-		"Source: https://github.com/acme/agent\n" +
-		"Compare: https://github.com/acme/agent/compare/aaaaaaa...bbbbbbb\n" +
-		"First seen: 2026-11-28T08:00:00Z (3 days ago)\n\n" +
-		"No release notes: listing the releases: HTTP 500 from @\u200bevil.\n\n</details>\n\n"
+	want := "**apps/agent: 1.0.0 --> 1.1.0**\n\n" +
+		"- First seen: 2026-11-28T08:00:00Z (3 days ago)\n" +
+		"- Source: https://github.com/acme/agent\n" +
+		"- Compare: https://github.com/acme/agent/compare/aaaaaaa...bbbbbbb\n" +
+		"- No release notes: listing the releases: HTTP 500 from @\u200bevil.\n\n"
 	if out != want {
 		t.Errorf("got\n%q\nwant\n%q", out, want)
 	}

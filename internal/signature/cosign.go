@@ -65,6 +65,8 @@ func SignatureTag(digest string) string {
 type cosignPolicy struct {
 	// keys verify key signatures, one verifier per key; nil when keyless.
 	keys []*verify.Verifier
+	// keyNames name keys, index for index: their entries in the Secret.
+	keyNames []string
 	// keyless verifies certificates against the trusted root.
 	keyless *verify.Verifier
 	// identities are the keyless identities, any of which may match.
@@ -96,6 +98,7 @@ func compileCosign(spec Spec) (Policy, error) {
 				return nil, fmt.Errorf("%w: public key %s: %w", ErrInvalidSpec, name, err)
 			}
 			p.keys = append(p.keys, v)
+			p.keyNames = append(p.keyNames, name)
 			_, _ = fmt.Fprintf(fp, "key %s %x\n", name, sha256.Sum256(spec.Keys[name]))
 		}
 		p.fingerprint = hex.EncodeToString(fp.Sum(nil))
@@ -208,10 +211,10 @@ type signedEntity struct {
 func (p *cosignPolicy) verifyEntity(e signedEntity) Verdict {
 	if p.keys != nil {
 		var lastErr error
-		for _, k := range p.keys {
+		for i, k := range p.keys {
 			_, err := k.Verify(e.entity, verify.NewPolicy(e.artifact(), verify.WithKey()))
 			if err == nil {
-				return Verdict{Verified: true}
+				return Verdict{Verified: true, SignedBy: "key " + p.keyNames[i]}
 			}
 			lastErr = err
 		}
@@ -224,14 +227,24 @@ func (p *cosignPolicy) verifyEntity(e signedEntity) Verdict {
 	for _, id := range p.identities {
 		opts = append(opts, verify.WithCertificateIdentity(id))
 	}
-	_, err := p.keyless.Verify(e.entity, verify.NewPolicy(e.artifact(), opts...))
+	res, err := p.keyless.Verify(e.entity, verify.NewPolicy(e.artifact(), opts...))
 	var mismatch *verify.ErrNoMatchingCertificateIdentity
 	switch {
 	case err == nil:
-		return Verdict{Verified: true}
+		return Verdict{Verified: true, SignedBy: keylessSigner(res)}
 	case errors.As(err, &mismatch):
 		return Verdict{Reason: IdentityMismatch, Detail: fmt.Sprintf("%s: %v", e.where, err)}
 	default:
 		return Verdict{Reason: UntrustedChain, Detail: fmt.Sprintf("%s: %v", e.where, err)}
 	}
+}
+
+// keylessSigner names the identity and issuer of the certificate a
+// keyless signature was verified with.
+func keylessSigner(res *verify.VerificationResult) string {
+	if res == nil || res.Signature == nil || res.Signature.Certificate == nil {
+		return "keyless"
+	}
+	c := res.Signature.Certificate
+	return fmt.Sprintf("keyless identity %s, issuer %s", c.SubjectAlternativeName, c.Issuer)
 }

@@ -87,7 +87,7 @@ func (p *notationPolicy) Fingerprint() string { return p.fingerprint }
 
 func (p *notationPolicy) verify(ctx context.Context, reg Registry, image, digest string) (Verdict, error) {
 	repo := &notationRepository{reg: reg, image: image}
-	_, _, err := notation.Verify(ctx, p.verifier, repo, notation.VerifyOptions{
+	_, outcomes, err := notation.Verify(ctx, p.verifier, repo, notation.VerifyOptions{
 		ArtifactReference:    image + "@" + digest,
 		MaxSignatureAttempts: MaxSignatures,
 	})
@@ -96,7 +96,7 @@ func (p *notationPolicy) verify(ctx context.Context, reg Registry, image, digest
 	var failed notation.VerificationFailedError
 	switch {
 	case err == nil:
-		return Verdict{Verified: true}, nil
+		return Verdict{Verified: true, SignedBy: notationSigner(outcomes)}, nil
 	case repo.err != nil:
 		// The registry failed: no verdict.
 		return Verdict{}, repo.err
@@ -191,4 +191,16 @@ func ociDescriptor(d v1.Descriptor) ocispec.Descriptor {
 		Annotations:  d.Annotations,
 		ArtifactType: d.ArtifactType,
 	}
+}
+
+// notationSigner names the subject of the certificate that signed the
+// verified signature.
+func notationSigner(outcomes []*notation.VerificationOutcome) string {
+	for _, o := range outcomes {
+		if o == nil || o.Error != nil || o.EnvelopeContent == nil || len(o.EnvelopeContent.SignerInfo.CertificateChain) == 0 {
+			continue
+		}
+		return "certificate " + o.EnvelopeContent.SignerInfo.CertificateChain[0].Subject.String()
+	}
+	return "notation"
 }

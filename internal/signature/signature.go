@@ -74,6 +74,11 @@ type Verdict struct {
 	// Detail says more, for the ImagePolicy's message: which signature
 	// failed and how. It names no secret.
 	Detail string
+	// SignedBy names, when Verified, what the accepted signature was
+	// verified with: "key <entry of the Secret>", "keyless identity
+	// <subject>, issuer <OIDC issuer>", or for notation the signing
+	// certificate's subject. It names no secret.
+	SignedBy string
 }
 
 // Identity is one OIDC identity a keyless certificate may name, as

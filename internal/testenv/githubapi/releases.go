@@ -53,11 +53,18 @@ type Releases struct {
 // ends.
 func StartReleases(t testing.TB) *Releases {
 	t.Helper()
-	r := &Releases{repos: map[string][]Release{}, limit: 5000, reset: time.Now().Add(time.Hour)}
-	srv := httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(srv.Close)
-	r.URL = srv.URL
+	r, stop := ServeReleases()
+	t.Cleanup(stop)
 	return r
+}
+
+// ServeReleases starts the stand-in as StartReleases does, for a whole
+// test binary (TestMain); stop stops it.
+func ServeReleases() (r *Releases, stop func()) {
+	r = &Releases{repos: map[string][]Release{}, limit: 5000, reset: time.Now().Add(time.Hour)}
+	srv := httptest.NewServer(http.HandlerFunc(r.serve))
+	r.URL = srv.URL
+	return r, srv.Close
 }
 
 // SetReleases sets the releases of repository (owner/name), newest first.
