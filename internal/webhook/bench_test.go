@@ -96,7 +96,7 @@ func runFlood(b *testing.B, cp *controlPlane) {
 			return 0, time.Since(start)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode, time.Since(start)
 	}
 

@@ -30,7 +30,7 @@ func startSlowRequest(t *testing.T, srv *httptest.Server, path string, length in
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
+	t.Cleanup(func() { _ = conn.Close() })
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, u.Host, length)
 	for _, h := range headers {
 		head += h + "\r\n"
@@ -111,12 +111,12 @@ func TestReceiverCapsConcurrentRequests(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := srv.Client().Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	g.Expect(resp.Body.Close()).To(Succeed())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable), "a good notification too, while the slots are taken")
 	g.Expect(resp.Header.Get("Retry-After")).NotTo(BeEmpty())
 
 	for _, c := range slow {
-		c.Close()
+		g.Expect(c.Close()).To(Succeed())
 	}
 	g.Eventually(func() int {
 		code, _ := post(t, srv.Client(), srv.URL+"/hooks/registry/"+ns, body, bearer)

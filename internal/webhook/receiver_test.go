@@ -45,7 +45,7 @@ func post(t testing.TB, c *http.Client, url string, body []byte, headers map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out)
 }
@@ -199,7 +199,7 @@ func TestReceiverRejects(t *testing.T) {
 			resp, err := srv.Client().Do(req)
 			g.Expect(err).NotTo(HaveOccurred())
 			out, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			g.Expect(resp.Body.Close()).To(Succeed())
 			g.Expect(resp.StatusCode).To(Equal(tc.want), string(out))
 			g.Expect(string(out)).NotTo(ContainSubstring(token))
 		})

@@ -162,7 +162,7 @@ func (s *Server) waitReady(exited <-chan struct{}, exitErr *error, timeout time.
 		case <-tick.C:
 			resp, err := client.Get(s.URL + "api/healthz")
 			if err == nil {
-				resp.Body.Close()
+				_ = resp.Body.Close() // the status is all it needs
 				if resp.StatusCode == http.StatusOK {
 					return nil
 				}
@@ -344,6 +344,6 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // a port is all it needs
 	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -37,7 +37,7 @@ func TestStart(t *testing.T) {
 
 	resp, err := http.Get(s.URL + "api/v1/user")
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	g.Expect(resp.Body.Close()).To(Succeed())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
 	g.Expect(strings.ToLower(s.Log())).NotTo(ContainSubstring("[f]"), "no fatal log lines")
 }

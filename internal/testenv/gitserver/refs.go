@@ -23,9 +23,10 @@ func (s *Server) AdvertiseRefs(t testing.TB, name, branch, prefix, suffix string
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	// Sorted, as the 9-digit numbers keep them: git reads them as they are.
-	fmt.Fprintln(w, "# pack-refs with: peeled fully-peeled sorted ")
+	// A bufio.Writer keeps its first error for Flush, checked below.
+	_, _ = fmt.Fprintln(w, "# pack-refs with: peeled fully-peeled sorted ")
 	for i := range n {
-		fmt.Fprintf(w, "%s refs/%s%09d%s\n", sha, prefix, i, suffix)
+		_, _ = fmt.Fprintf(w, "%s refs/%s%09d%s\n", sha, prefix, i, suffix)
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)

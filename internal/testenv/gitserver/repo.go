@@ -54,7 +54,7 @@ func (s *Server) CreateRepo(name, branch string, files map[string]string) (strin
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }() // a temporary directory
 	if _, err := s.runErr(work, nil, "", "init", "--quiet", "--initial-branch="+branch); err != nil {
 		return "", err
 	}

@@ -37,7 +37,7 @@ func TestHTTPBasicAuthCloneAndPush(t *testing.T) {
 
 	resp, err := http.Get(repoURL + "/info/refs?service=git-upload-pack")
 	g.Expect(err).NotTo(HaveOccurred())
-	resp.Body.Close()
+	g.Expect(resp.Body.Close()).To(Succeed())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
 	g.Expect(resp.Header.Get("WWW-Authenticate")).To(Equal(`Basic realm="uprev-test"`))
 

@@ -102,12 +102,12 @@ func (s *sshServer) serve() {
 }
 
 func (s *sshServer) handleConn(conn net.Conn) {
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	sconn, chans, reqs, err := ssh.NewServerConn(conn, s.serverConf)
 	if err != nil {
 		return // failed handshakes (wrong key, unknown host) are what some tests check
 	}
-	defer sconn.Close()
+	defer func() { _ = sconn.Close() }()
 	go ssh.DiscardRequests(reqs)
 	var sessions sync.WaitGroup
 	for nc := range chans {
@@ -131,7 +131,7 @@ func (s *sshServer) handleConn(conn net.Conn) {
 // handleSession runs the first exec request of a session and reports its
 // exit status.
 func (s *sshServer) handleSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
-	defer ch.Close()
+	defer func() { _ = ch.Close() }()
 	for req := range reqs {
 		switch req.Type {
 		case "env":
@@ -162,7 +162,7 @@ func (s *sshServer) exec(ch ssh.Channel, command string) uint32 {
 	case "git-receive-pack":
 		s.srv.pushes.Add(1)
 	default:
-		fmt.Fprintf(ch.Stderr(), "unsupported command %q\n", service)
+		_, _ = fmt.Fprintf(ch.Stderr(), "unsupported command %q\n", service)
 		return 1
 	}
 	rel := filepath.Clean("/" + strings.Trim(arg, "'\""))
@@ -172,11 +172,11 @@ func (s *sshServer) exec(ch ssh.Channel, command string) uint32 {
 	cmd.Stderr = ch.Stderr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		fmt.Fprintf(ch.Stderr(), "%v\n", err)
+		_, _ = fmt.Fprintf(ch.Stderr(), "%v\n", err)
 		return 1
 	}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(ch.Stderr(), "%v\n", err)
+		_, _ = fmt.Fprintf(ch.Stderr(), "%v\n", err)
 		return 1
 	}
 	// The client may keep its side open after the command exits; copy its
@@ -190,7 +190,7 @@ func (s *sshServer) exec(ch ssh.Channel, command string) uint32 {
 		if errors.As(err, &exit) {
 			return uint32(exit.ExitCode())
 		}
-		fmt.Fprintf(s.logs, "running %s: %v\n", service, err)
+		_, _ = fmt.Fprintf(s.logs, "running %s: %v\n", service, err)
 		return 1
 	}
 	return 0

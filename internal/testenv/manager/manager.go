@@ -4,6 +4,7 @@
 package manager
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -83,7 +84,7 @@ func Start(t testing.TB, bin, kubeconfig, storage string, flags ...string) *Proc
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logs.Close()
+	defer func() { _ = logs.Close() }() // the process writes through its own handle
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting uprev: %v", err)
@@ -160,8 +161,7 @@ func NewCluster(dir string) (*Cluster, error) {
 	}
 	shared, err := connect(c, dir)
 	if err != nil {
-		c.Stop()
-		return nil, err
+		return nil, errors.Join(err, c.Stop())
 	}
 	return shared, nil
 }
@@ -198,13 +198,17 @@ func RunSuite(m *testing.M, name string, use func(*Cluster) error) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory
 	c, err := NewCluster(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer c.Stop()
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+		}
+	}()
 	if err := use(c); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -220,6 +224,6 @@ func FreeAddr(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // an address is all it needs
 	return l.Addr().String()
 }

@@ -12,13 +12,15 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-func get(t *testing.T, client *http.Client, url string) (*http.Response, []string) {
+// get sends GET url and returns the response's status, its header and,
+// of a tag list, the tags.
+func get(t *testing.T, client *http.Client, url string) (status int, header http.Header, tags []string) {
 	t.Helper()
 	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var list struct {
 		Tags []string `json:"tags"`
 	}
@@ -27,7 +29,7 @@ func get(t *testing.T, client *http.Client, url string) (*http.Response, []strin
 			t.Fatalf("decoding %s: %v", url, err)
 		}
 	}
-	return resp, list.Tags
+	return resp.StatusCode, resp.Header, list.Tags
 }
 
 func TestTagListPagesWithLinkHeader(t *testing.T) {
@@ -35,15 +37,15 @@ func TestTagListPagesWithLinkHeader(t *testing.T) {
 	r := Start(t, WithTagPageSize(2))
 	r.PushTags(t, "acme/app", "a", "b", "c", "d", "e")
 
-	resp, tags := get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list")
+	_, header, tags := get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list")
 	g.Expect(tags).To(Equal([]string{"a", "b"}))
-	g.Expect(resp.Header.Get("Link")).To(Equal(`</v2/acme/app/tags/list?last=b&n=2>; rel="next"`))
+	g.Expect(header.Get("Link")).To(Equal(`</v2/acme/app/tags/list?last=b&n=2>; rel="next"`))
 
-	resp, tags = get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list?last=d&n=2")
+	_, header, tags = get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list?last=d&n=2")
 	g.Expect(tags).To(Equal([]string{"e"}))
-	g.Expect(resp.Header.Get("Link")).To(BeEmpty())
+	g.Expect(header.Get("Link")).To(BeEmpty())
 
-	_, tags = get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list?last=e")
+	_, _, tags = get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list?last=e")
 	g.Expect(tags).To(BeEmpty())
 	g.Expect(r.Counts().TagListPages).To(Equal(3))
 }
@@ -52,22 +54,22 @@ func TestPushedTagsInvalidateThePageCache(t *testing.T) {
 	g := NewWithT(t)
 	r := Start(t)
 	r.PushImage(t, "acme/app", "1.0.0")
-	_, tags := get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list")
+	_, _, tags := get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list")
 	g.Expect(tags).To(Equal([]string{"1.0.0"}))
 
 	d1 := r.PushImage(t, "acme/app", "1.1.0")
 	d2 := r.PushImage(t, "acme/app", "1.2.0")
 	g.Expect(d1).NotTo(Equal(d2))
-	_, tags = get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list")
+	_, _, tags = get(t, http.DefaultClient, r.URL+"/v2/acme/app/tags/list")
 	g.Expect(tags).To(Equal([]string{"1.0.0", "1.1.0", "1.2.0"}))
 }
 
 func TestBasicAuthChallenge(t *testing.T) {
 	g := NewWithT(t)
 	r := Start(t, WithBasicAuth("bot", "s3cret"))
-	resp, _ := get(t, http.DefaultClient, r.URL+"/v2/")
-	g.Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
-	g.Expect(resp.Header.Get("WWW-Authenticate")).To(HavePrefix("Basic "))
+	status, header, _ := get(t, http.DefaultClient, r.URL+"/v2/")
+	g.Expect(status).To(Equal(http.StatusUnauthorized))
+	g.Expect(header.Get("WWW-Authenticate")).To(HavePrefix("Basic "))
 
 	req, err := http.NewRequest(http.MethodGet, r.URL+"/v2/", nil)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -84,12 +86,12 @@ func TestThrottleNext(t *testing.T) {
 	r := Start(t)
 	r.ThrottleNext(2, "3")
 	for range 2 {
-		resp, _ := get(t, http.DefaultClient, r.URL+"/v2/")
-		g.Expect(resp.StatusCode).To(Equal(http.StatusTooManyRequests))
-		g.Expect(resp.Header.Get("Retry-After")).To(Equal("3"))
+		status, header, _ := get(t, http.DefaultClient, r.URL+"/v2/")
+		g.Expect(status).To(Equal(http.StatusTooManyRequests))
+		g.Expect(header.Get("Retry-After")).To(Equal("3"))
 	}
-	resp, _ := get(t, http.DefaultClient, r.URL+"/v2/")
-	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	status, _, _ := get(t, http.DefaultClient, r.URL+"/v2/")
+	g.Expect(status).To(Equal(http.StatusOK))
 	g.Expect(r.Counts().Throttled).To(Equal(2))
 }
 
@@ -100,13 +102,16 @@ func TestTLSWithClientCertificate(t *testing.T) {
 	g.Expect(pool.AppendCertsFromPEM(r.CACertPEM)).To(BeTrue())
 
 	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	_, err := noCert.Get(r.URL + "/v2/")
+	resp, err := noCert.Get(r.URL + "/v2/")
 	g.Expect(err).To(HaveOccurred())
+	if err == nil {
+		g.Expect(resp.Body.Close()).To(Succeed())
+	}
 
 	cert, err := tls.X509KeyPair(r.ClientCertPEM, r.ClientKeyPEM)
 	g.Expect(err).NotTo(HaveOccurred())
 	withCert := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
-	resp, err := withCert.Get(r.URL + "/v2/")
+	resp, err = withCert.Get(r.URL + "/v2/")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(resp.Body.Close()).To(Succeed())
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
@@ -122,7 +127,7 @@ func TestHoldCountsRequestsInFlight(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			resp, err := http.Get(r.URL + "/v2/")
 			if err == nil {
-				resp.Body.Close()
+				_ = resp.Body.Close()
 			}
 		}()
 	}

@@ -52,7 +52,7 @@ func Start(suite string) (*Log, error) {
 // the file is removed; on failure its last lines are printed to stderr
 // with the file's path.
 func (l *Log) Stop(code int) {
-	defer l.file.Close()
+	defer func() { _ = l.file.Close() }() // writes to an *os.File are not buffered: nothing is lost
 	if code == 0 {
 		_ = os.Remove(l.file.Name())
 		return
