@@ -69,7 +69,7 @@ func TestImageUpdateAutomationPublishesHolds(t *testing.T) {
 	var owners []string
 	g.Expect(apiServer.Get(context.Background(), client.ObjectKeyFromObject(auto), auto)).To(Succeed())
 	for _, m := range auto.ManagedFields {
-		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:`+uprevv1.HoldsAnnotation+`"`) {
+		if m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), `"f:`+uprevv1.HoldsAnnotation+`"`) {
 			owners = append(owners, m.Manager+" "+string(m.Operation))
 		}
 	}
@@ -81,7 +81,7 @@ func TestImageUpdateAutomationPublishesHolds(t *testing.T) {
 	applied := &unstructured.Unstructured{}
 	g.Expect(yaml.Unmarshal([]byte(strings.Replace(fluxImageUpdateAutomation, "interval: 30m", "interval: 20m", 1)), &applied.Object)).To(Succeed())
 	applied.SetNamespace(f.ns)
-	g.Expect(k8s.Patch(ctx, applied, client.Apply, client.FieldOwner("kustomize-controller"), client.ForceOwnership)).To(Succeed())
+	g.Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), client.FieldOwner("kustomize-controller"), client.ForceOwnership)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		getFluxAutomation(g, auto)
 		g.Expect(auto.Status.ObservedGeneration).To(Equal(auto.Generation))

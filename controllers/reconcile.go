@@ -189,13 +189,13 @@ var gotkRecorder = sync.OnceValue(func() *fluxmetrics.Recorder {
 
 // metrics records the GitOps Toolkit metrics of the objects r reconciles.
 func (r *reconciler) metrics() fluxcontroller.Metrics {
-	return fluxcontroller.Metrics{Scheme: r.Client.Scheme(), MetricsRecorder: gotkRecorder()}
+	return fluxcontroller.Metrics{Scheme: r.Scheme(), MetricsRecorder: gotkRecorder()}
 }
 
 // forgetMetrics drops the GitOps Toolkit metrics of the deleted object
 // key, of obj's kind, so that series of deleted objects do not pile up.
 func (r *reconciler) forgetMetrics(obj client.Object, key types.NamespacedName) {
-	gvk, err := apiutil.GVKForObject(obj, r.Client.Scheme())
+	gvk, err := apiutil.GVKForObject(obj, r.Scheme())
 	if err != nil {
 		return
 	}

@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 // controller, runs the tests and stops both.
 func runSuite(m *testing.M) int {
 	caFile, err := trustCloudCA()
-	defer os.Remove(caFile)
+	defer func() { _ = os.Remove(caFile) }() // a temporary file
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -74,7 +74,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer c.Stop()
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+		}
+	}()
 	testCluster = c
 
 	storage, err := os.MkdirTemp("", "uprev-controllers-")
@@ -83,7 +87,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(storage)
+	defer func() { _ = os.RemoveAll(storage) }() // a temporary directory
 
 	scheme, err := NewScheme()
 	if err != nil {

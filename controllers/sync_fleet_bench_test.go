@@ -215,12 +215,14 @@ func apiRequests(b *testing.B, clusters ...*cluster.Cluster) float64 {
 			b.Fatal(err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			b.Fatalf("GET %s/metrics: %s", c.Config.Host, resp.Status)
 		}
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		families, err := parser.TextToMetricFamilies(resp.Body)
-		resp.Body.Close()
+		if cerr := resp.Body.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			b.Fatal(err)
 		}

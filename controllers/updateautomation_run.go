@@ -135,8 +135,7 @@ func (r *UpdateAutomationReconciler) reconcile(ctx context.Context, run *automat
 // validate checks what the spec alone can tell.
 func (r *UpdateAutomationReconciler) validate(_ context.Context, run *automationRun) error {
 	spec := run.auto.Spec
-	switch {
-	case spec.Git.Ref.Branch == "":
+	if spec.Git.Ref.Branch == "" {
 		return stalledf(uprevv1.InvalidSpecReason, "spec.git.ref.branch is required: an automation checks out and writes branches")
 	}
 	if _, err := policySelector(run.auto); err != nil {
