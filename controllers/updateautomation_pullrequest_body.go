@@ -131,19 +131,21 @@ func (r *UpdateAutomationReconciler) imageLabels(ctx context.Context, pol *image
 }
 
 // forgeNotesAPI is the API of the pull request's forge for release notes,
-// with its token: GitHub's; none for GitLab and Gitea.
+// with its token.
 func forgeNotesAPI(spec *uprevv1.PullRequestSpec, token string) notes.API {
-	if spec.Provider != string(forge.GitHub) {
-		return notes.API{}
+	switch forge.Provider(spec.Provider) {
+	case forge.GitLab:
+		return notes.API{Kind: notes.GitLab, URL: cmp.Or(spec.URL, forge.DefaultGitLabURL), Token: token}
+	case forge.Gitea:
+		return notes.API{Kind: notes.Gitea, URL: spec.URL, Token: token}
 	}
-	return notes.API{URL: cmp.Or(spec.URL, forge.DefaultGitHubURL), Token: token}
+	return notes.API{Kind: notes.GitHub, URL: cmp.Or(spec.URL, forge.DefaultGitHubURL), Token: token}
 }
 
 // notesAPI is the API that serves the releases of source: the pull
-// request's GitHub API, with its token, for a source on its host (api;
-// empty for GitLab and Gitea); github, GitHub's public API, for one on
-// github.com; none for others, so that a label names no host uprev then
-// calls.
+// request's forge API, with its token, for a source on its host (api);
+// github, GitHub's public API, for one on github.com; gitlab.com's for one
+// there; none for others, so that a label names no host uprev then calls.
 func notesAPI(source string, api, github notes.API) notes.API {
 	host := notes.SourceHost(source)
 	switch {
@@ -153,6 +155,8 @@ func notesAPI(source string, api, github notes.API) notes.API {
 		return api
 	case host == "github.com":
 		return github
+	case host == "gitlab.com":
+		return notes.GitLabAPI
 	}
 	return notes.API{}
 }

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -96,4 +97,35 @@ func TestPullRequestBodyHasReleaseNotes(t *testing.T) {
 	requests := releases.Requests()
 	g.Expect(requests).To(HaveLen(1))
 	g.Expect(requests[0].Header.Get("Authorization")).To(Equal("Bearer forge-token"))
+}
+
+// TestNotesAPI: a source's releases are read from the pull request's own
+// forge (with its token) when the source is on its host, from GitHub's and
+// gitlab.com's public APIs for sources there, and from no other host.
+func TestNotesAPI(t *testing.T) {
+	github := notes.API{Kind: notes.GitHub, URL: "https://github-standin.example/"}
+	for _, tc := range []struct {
+		name   string
+		spec   uprevv1.PullRequestSpec
+		source string
+		want   notes.API
+	}{
+		{"github.com, pull request on github.com", uprevv1.PullRequestSpec{Provider: "github"}, "https://github.com/acme/agent",
+			notes.API{Kind: notes.GitHub, URL: "https://api.github.com/", Token: "t"}},
+		{"GitHub Enterprise, its own host", uprevv1.PullRequestSpec{Provider: "github", URL: "https://ghe.example/api/v3/"}, "https://ghe.example/acme/agent",
+			notes.API{Kind: notes.GitHub, URL: "https://ghe.example/api/v3/", Token: "t"}},
+		{"github.com from a Gitea pull request", uprevv1.PullRequestSpec{Provider: "gitea", URL: "https://gitea.example"}, "https://github.com/acme/agent", github},
+		{"Gitea, its own host", uprevv1.PullRequestSpec{Provider: "gitea", URL: "https://gitea.example"}, "https://gitea.example/acme/agent",
+			notes.API{Kind: notes.Gitea, URL: "https://gitea.example", Token: "t"}},
+		{"GitLab, its own host", uprevv1.PullRequestSpec{Provider: "gitlab", URL: "https://gitlab.example"}, "https://gitlab.example/acme/agents/agent",
+			notes.API{Kind: notes.GitLab, URL: "https://gitlab.example", Token: "t"}},
+		{"gitlab.com from a GitHub pull request", uprevv1.PullRequestSpec{Provider: "github"}, "https://gitlab.com/acme/agent", notes.GitLabAPI},
+		{"another host", uprevv1.PullRequestSpec{Provider: "gitea", URL: "https://gitea.example"}, "https://evil.example/acme/agent", notes.API{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := notesAPI(tc.source, forgeNotesAPI(&tc.spec, "t"), github); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-github/v87/github"
 	"k8s.io/utils/clock"
 
 	"github.com/uprev-dev/uprev/internal/outbound"
@@ -34,8 +33,11 @@ const (
 
 // API is a forge's API that serves a source host's releases.
 type API struct {
-	// URL is GitHub's REST API root: https://api.github.com/, or a GitHub
-	// Enterprise Server's https://<host>/api/v3/ (added when missing).
+	// Kind is the forge: GitHub (the default), GitLab or Gitea.
+	Kind Kind
+	// URL is the API's root: GitHub's https://api.github.com/, or a GitHub
+	// Enterprise Server's https://<host>/api/v3/ (added when missing);
+	// GitLab's https://<host>/api/v4; a Gitea server's https://<host>.
 	URL string
 	// Token authenticates the calls, when set; it is sent only in a header.
 	Token string
@@ -88,7 +90,8 @@ func SourceHost(source string) string {
 	return host
 }
 
-// Pages returns the number of release pages fetched so far.
+// Pages returns the number of requests made so far: release pages, and
+// changelogs read as a fallback.
 func (f *Fetcher) Pages() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -125,8 +128,9 @@ func (f *Fetcher) Releases(ctx context.Context, api API, source, old, new string
 	return releases, err
 }
 
-// fetch reads the GitHub releases of source page by page, newest first,
-// until a page reaches the old version.
+// fetch reads the releases of source page by page, newest first, until
+// a page reaches the old version; when none is between the two versions,
+// the sections of the repository's CHANGELOG.md that are.
 func (f *Fetcher) fetch(ctx context.Context, api API, source, old, new string) ([]Release, error) {
 	host, owner, repo, err := repository(source)
 	if err != nil {
@@ -135,43 +139,42 @@ func (f *Fetcher) fetch(ctx context.Context, api API, source, old, new string) (
 	if api.URL == "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoAPI, host)
 	}
-	opts := []github.ClientOptionsFunc{github.WithHTTPClient(f.client)}
-	if api.Token != "" {
-		opts = append(opts, github.WithAuthToken(api.Token))
-	}
-	if strings.TrimSuffix(api.URL, "/") != "https://api.github.com" {
-		opts = append(opts, github.WithEnterpriseURLs(api.URL, api.URL))
-	}
-	client, err := github.NewClient(opts...)
+	forge, err := f.forgeOf(ctx, api, source, owner, repo)
 	if err != nil {
-		return nil, fmt.Errorf("GitHub API %q: %w", api.URL, err)
+		return nil, err
 	}
 	span := newSpan(old, new)
 	var out []Release
 	for page := 1; page <= maxPages; page++ {
-		list, resp, err := client.Repositories.ListReleases(ctx, owner, repo, &github.ListOptions{Page: page, PerPage: perPage})
-		f.mu.Lock()
-		f.fetched++
-		f.mu.Unlock()
+		list, next, err := forge.releases(ctx, page)
+		f.count()
 		if err != nil {
 			return nil, fmt.Errorf("listing the releases of %s/%s: %w", owner, repo, err)
 		}
 		done := false
 		for _, r := range list {
-			if r.GetDraft() {
-				continue
-			}
-			in, past := span.place(r.GetTagName())
+			in, past := span.place(r.Tag)
 			if in {
-				out = append(out, Release{Tag: r.GetTagName(), Name: r.GetName(), URL: r.GetHTMLURL(), Body: cutAtLine(r.GetBody(), MaxChangeBytes)})
+				r.Body = cutAtLine(r.Body, MaxChangeBytes)
+				out = append(out, r)
 			}
 			done = done || past
 		}
-		if done || resp.NextPage == 0 {
+		if done || !next {
 			break
 		}
 	}
-	return out, nil
+	if len(out) > 0 {
+		return out, nil
+	}
+	return f.changelog(ctx, forge, source, old, new)
+}
+
+// count counts one request to a forge.
+func (f *Fetcher) count() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fetched++
 }
 
 // repository splits a source's web address into host, owner and name.
