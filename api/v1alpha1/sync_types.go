@@ -22,11 +22,11 @@ const ReconcileAnnotation = "uprev.dev/reconcile"
 // SyncSpec is what a Sync should apply, and where.
 type SyncSpec struct {
 	// Interval between two reconciles; drift is corrected on each. At
-	// least 10s: a Sync runs again at once for a commit uprev pushed, a
-	// reconcile request or a change of its spec.
+	// least 30s: a Sync runs again at once for a commit uprev pushed, a
+	// Git push webhook, a reconcile request or a change of its spec.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="interval must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="interval must be at least 30s"
 	// +required
 	Interval metav1.Duration `json:"interval"`
 

@@ -18,12 +18,12 @@ const HoldReleaseAnnotation = "uprev.dev/release-holds"
 
 // UpdateAutomationSpec is what an UpdateAutomation should do.
 type UpdateAutomationSpec struct {
-	// Interval between two runs. At least 10s: an automation runs again
-	// at once when a policy it follows selects a new version, for a
-	// reconcile request or a change of its spec.
+	// Interval between two runs. At least 30s: an automation runs again
+	// at once when a policy it follows selects a new version, for a Git
+	// push webhook, a reconcile request or a change of its spec.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="interval must be at least 10s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="interval must be at least 30s"
 	// +required
 	Interval metav1.Duration `json:"interval"`
 

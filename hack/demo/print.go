@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/template"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -43,8 +42,9 @@ type scriptData struct {
 	Uprev string
 	// KubeConfigs are the administrators' kubeconfig files by cluster.
 	KubeConfigs map[string]string
-	// ScanInterval is how often the agent's ImageRepository is scanned.
-	ScanInterval string
+	// PushTag is the push-tag command, with --state-dir when the demo's
+	// state is not in push-tag's default place.
+	PushTag string
 	// Pause is the Sync's pause between its waves.
 	Pause string
 }
@@ -55,21 +55,17 @@ func (d *demo) printReady(ctx context.Context) error {
 	if err := d.run(ctx, "git", "-C", d.state.Clone, "pull", "-q"); err != nil {
 		return err
 	}
-	var repo imagev1.ImageRepository
-	if err := d.mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "agent"}, &repo); err != nil {
-		return err
-	}
 	var sync uprevv1.Sync
 	if err := d.mgmt.Get(ctx, client.ObjectKey{Namespace: namespace, Name: syncName}, &sync); err != nil {
 		return err
 	}
 	data := scriptData{
-		Registry:     d.state.Registry,
-		Clone:        display(d.state.Clone),
-		Kubectl:      display(filepath.Join(d.o.assets, "kubectl")),
-		Uprev:        display(d.o.uprev),
-		KubeConfigs:  map[string]string{},
-		ScanInterval: repo.Spec.Interval.Duration.String(),
+		Registry:    d.state.Registry,
+		Clone:       display(d.state.Clone),
+		Kubectl:     display(filepath.Join(d.o.assets, "kubectl")),
+		Uprev:       display(d.o.uprev),
+		KubeConfigs: map[string]string{},
+		PushTag:     pushTagCommand(d.o.stateDir),
 	}
 	if sync.Spec.Rollout != nil {
 		data.Pause = sync.Spec.Rollout.PauseBetweenWaves.Duration.String()
@@ -135,6 +131,16 @@ func display(path string) string {
 		return path
 	}
 	return rel
+}
+
+// pushTagCommand is the command that pushes a release to the demo whose
+// state is in stateDir, and notifies its manager.
+func pushTagCommand(stateDir string) string {
+	const command = "go run ./hack/demo/push-tag"
+	if display(stateDir) == filepath.Join("bin", "demo") {
+		return command
+	}
+	return command + " --state-dir " + quote(display(stateDir))
 }
 
 // displayArgs returns a command line with its paths as display shows them.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/uprev-dev/uprev/hack/demo/internal/notify"
 )
 
 // stateFile is the name of the state file in the state directory.
@@ -44,6 +46,9 @@ type state struct {
 	// Metrics is the manager's Prometheus endpoint (HTTPS, for a bearer
 	// token allowed GET /metrics).
 	Metrics string `json:"metrics,omitempty"`
+	// Webhook is where the manager's webhook receivers listen, and their
+	// token: push-tag notifies them of the releases it pushes.
+	Webhook *notify.Endpoint `json:"webhook,omitempty"`
 	// Ready is true once the fleet is up and the script printed.
 	Ready bool `json:"ready"`
 }
@@ -61,7 +66,7 @@ func (s *state) write(dir string) error {
 		return err
 	}
 	tmp := filepath.Join(dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing the state file: %w", err)
 	}
 	return os.Rename(tmp, filepath.Join(dir, stateFile))

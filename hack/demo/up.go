@@ -5,27 +5,19 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"golang.org/x/sync/errgroup"
-	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/controllers"
-	"github.com/uprev-dev/uprev/hack/demo/internal/release"
+	"github.com/uprev-dev/uprev/hack/demo/internal/notify"
 	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
@@ -78,6 +70,10 @@ type demo struct {
 	clusters map[string]*cluster.Cluster
 	// mgmt reaches the management cluster as an administrator.
 	mgmt client.Client
+
+	// webhook is where the manager's webhook receivers listen, once it
+	// does (enableWebhooks).
+	webhook atomic.Pointer[notify.Endpoint]
 
 	manager     *exec.Cmd
 	managerDone chan struct{}
@@ -184,277 +180,6 @@ func (d *demo) start(ctx context.Context) error {
 		}
 	}
 	return d.printReady(ctx)
-}
-
-// startRegistry starts the registry and pushes the first release.
-func (d *demo) startRegistry(context.Context) error {
-	reg, err := registry.New(d.logs)
-	if err != nil {
-		return err
-	}
-	d.reg = reg
-	d.state.Registry = reg.Host()
-	image, err := release.Image(firstVersion)
-	if err != nil {
-		return err
-	}
-	chart, err := release.Chart(firstVersion)
-	if err != nil {
-		return err
-	}
-	for repo, img := range map[string]v1.Image{release.AgentImage: image, release.AgentChart: chart} {
-		tag, err := release.ParseRef(reg.Host() + "/" + repo + ":" + firstVersion)
-		if err != nil {
-			return err
-		}
-		if _, err := release.Push(tag, img); err != nil {
-			return err
-		}
-	}
-	return d.state.write(d.o.stateDir)
-}
-
-// startGit starts the Git server with the fleet repository:
-// examples/getting-started/fleet, its placeholders replaced.
-func (d *demo) startGit(context.Context) error {
-	root := d.path("git")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
-	}
-	git, err := gitserver.New(root, d.logs)
-	if err != nil {
-		return err
-	}
-	d.git = git
-	placeholders := strings.NewReplacer(registryPlaceholder, d.reg.Host(), gitPlaceholder, git.HTTPURL(fleetRepo))
-	files := map[string]string{}
-	src := filepath.Join(d.o.root, "examples", "getting-started", "fleet")
-	err = filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		files[filepath.ToSlash(rel)] = placeholders.Replace(string(data))
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", src, err)
-	}
-	if d.state.GitURL, err = git.CreateRepo(fleetRepo, "main", files); err != nil {
-		return err
-	}
-	d.state.Clone = d.path("fleet")
-	for _, args := range [][]string{
-		{"clone", "--quiet", d.state.GitURL, d.state.Clone},
-		// The person trying the demo reverts from this clone.
-		{"-C", d.state.Clone, "config", "user.name", "Demo User"},
-		{"-C", d.state.Clone, "config", "user.email", "demo@example.com"},
-		{"-C", d.state.Clone, "config", "pull.ff", "only"},
-	} {
-		if err := d.run(context.Background(), "git", args...); err != nil {
-			return err
-		}
-	}
-	return d.state.write(d.o.stateDir)
-}
-
-// startClusters starts the three control planes at once and writes an
-// administrator's kubeconfig of each.
-func (d *demo) startClusters(ctx context.Context) error {
-	var mu sync.Mutex
-	var g errgroup.Group
-	for _, name := range clusterNames {
-		g.Go(func() error {
-			c, err := cluster.StartEmpty()
-			if err != nil {
-				return fmt.Errorf("starting %s: %w", name, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			d.clusters[name] = c
-			return nil
-		})
-	}
-	err := g.Wait()
-	// Whatever started is recorded, so that it is stopped.
-	d.state.Processes = append(d.state.Processes, controlPlaneProcesses()...)
-	if werr := d.state.write(d.o.stateDir); err == nil {
-		err = werr
-	}
-	if err != nil {
-		return err
-	}
-	for _, name := range clusterNames {
-		kc, err := d.clusters[name].KubeConfig()
-		if err != nil {
-			return err
-		}
-		path := d.path(name + ".kubeconfig")
-		if err := os.WriteFile(path, kc, 0o600); err != nil {
-			return err
-		}
-		d.state.KubeConfigs[name] = path
-	}
-	scheme, err := controllers.NewScheme()
-	if err != nil {
-		return err
-	}
-	if d.mgmt, err = client.New(d.clusters[management].Config, client.Options{Scheme: scheme}); err != nil {
-		return err
-	}
-	return d.state.write(d.o.stateDir)
-}
-
-// controlPlaneProcesses returns the etcd and kube-apiserver processes
-// this process started.
-func controlPlaneProcesses() []process {
-	var out []process
-	for _, p := range children(os.Getpid()) {
-		if p.Name == "etcd" || p.Name == "kube-apiserver" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// install installs config/'s namespace, CRDs and RBAC in the management
-// cluster with kubectl, as a person installing uprev does, and the
-// kubeconfigs of eu-1 and us-1 as the Secrets the Sync names.
-func (d *demo) install(ctx context.Context) error {
-	kc := d.state.KubeConfigs[management]
-	for _, args := range [][]string{
-		{"apply", "-f", filepath.Join("config", "manager", "namespace.yaml")},
-		{"apply", "-k", filepath.Join("config", "crd")},
-		{"apply", "-k", filepath.Join("config", "rbac")},
-		{"wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"},
-	} {
-		if err := d.kubectl(ctx, kc, args...); err != nil {
-			return err
-		}
-	}
-	for _, target := range []string{eu1, us1} {
-		if err := d.kubectl(ctx, kc, "-n", namespace, "create", "secret", "generic", target+"-kubeconfig",
-			"--from-file=value="+d.state.KubeConfigs[target]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// startManager runs bin/uprev with the arguments of config/manager's
-// Deployment, as uprev's ServiceAccount, and waits until it is ready.
-// Outside a Pod a few flags must change: where it stores data, the ports it
-// listens on (free ones of 127.0.0.1), and the namespace of its leader
-// election Lease (a Pod's own namespace, otherwise).
-func (d *demo) startManager(ctx context.Context) error {
-	args, err := managerArgs(filepath.Join(d.o.root, "config", "manager", "manager.yaml"))
-	if err != nil {
-		return err
-	}
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	healthAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	args = setFlag(args, "--storage-path", d.path("storage"))
-	args = setFlag(args, "--metrics-addr", metricsAddr)
-	args = setFlag(args, "--health-addr", healthAddr)
-	args = setFlag(args, "--leader-election-namespace", namespace)
-
-	sa := "system:serviceaccount:" + namespace + ":" + serviceAccount
-	kc, err := d.clusters[management].KubeConfigAs(sa, "system:serviceaccounts", "system:serviceaccounts:"+namespace)
-	if err != nil {
-		return err
-	}
-	d.state.KubeConfigs["uprev"] = d.path("uprev.kubeconfig")
-	if err := os.WriteFile(d.state.KubeConfigs["uprev"], kc, 0o600); err != nil {
-		return err
-	}
-	d.state.ManagerLog = d.path("uprev.log")
-	logs, err := os.Create(d.state.ManagerLog)
-	if err != nil {
-		return err
-	}
-	defer logs.Close()
-	cmd := exec.Command(d.o.uprev, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.state.KubeConfigs["uprev"])
-	cmd.Stdout, cmd.Stderr = logs, logs
-	// Its own process group: Ctrl-C in the terminal reaches the demo only,
-	// which stops the manager before the control planes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", d.o.uprev, err)
-	}
-	d.manager = cmd
-	d.managerDone = make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(d.managerDone)
-	}()
-	d.state.Manager = append([]string{d.o.uprev}, args...)
-	d.state.Metrics = "https://" + metricsAddr + "/metrics"
-	d.state.Processes = append(d.state.Processes, process{PID: cmd.Process.Pid, Name: filepath.Base(d.o.uprev)})
-	if err := d.state.write(d.o.stateDir); err != nil {
-		return err
-	}
-	return d.waitFor(ctx, "the manager to be ready", time.Minute, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + healthAddr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-}
-
-// managerArgs returns the arguments of the manager container of the
-// Deployment in file.
-func managerArgs(file string) ([]string, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	var dep appsv1.Deployment
-	if err := yaml.Unmarshal(data, &dep); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", file, err)
-	}
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		if c.Name == "manager" {
-			return c.Args, nil
-		}
-	}
-	return nil, fmt.Errorf("%s has no container named manager", file)
-}
-
-// setFlag sets --name=value in args, replacing the flag where it is.
-func setFlag(args []string, name, value string) []string {
-	i := slices.IndexFunc(args, func(a string) bool { return a == name || strings.HasPrefix(a, name+"=") })
-	if i < 0 {
-		return append(args, name+"="+value)
-	}
-	out := slices.Clone(args)
-	out[i] = name + "=" + value
-	return out
-}
-
-// freeAddr returns host:port of a port of 127.0.0.1 free now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // applyAutomation applies what management/ of the fleet repository holds

@@ -106,7 +106,7 @@ func (o *managerOptions) bindFlags(fs *pflag.FlagSet) {
 		"Comma-separated controllers to run: image (ImageRepository, ImagePolicy), automation (UpdateAutomation), sync (Sync).")
 	fs.StringVar(&o.opts.StoragePath, "storage-path", "/data", "Directory for the tag store and the kept Git clones.")
 	fs.IntVar(&o.opts.Concurrency, "concurrent", 4, "The number of objects of one kind reconciled at once.")
-	fs.DurationVar(&o.opts.MinInterval, "min-interval", 10*time.Second,
+	fs.DurationVar(&o.opts.MinInterval, "min-interval", 30*time.Second,
 		"The shortest time between two runs of an object: one whose spec.interval is shorter (Flux's kinds have no floor in their schemas) runs at most once per this; 0 turns the floor off.")
 	// Kept so that managers started with it still start: Git work now takes
 	// shares of the workers, as registry scans do (docs/operations.md).

@@ -71,7 +71,7 @@ func TestDurationFloorsAreEnforcedAtAdmission(t *testing.T) {
 		}
 	}
 	day, fiveMinutes, minute, hour := 24*time.Hour, 5*time.Minute, time.Minute, time.Hour
-	ms, nineSeconds, tenSeconds := time.Millisecond, 9*time.Second, 10*time.Second
+	ms, tenSeconds, halfMinute := time.Millisecond, 10*time.Second, 30*time.Second
 
 	for name, tc := range map[string]struct {
 		obj     client.Object
@@ -84,9 +84,9 @@ func TestDurationFloorsAreEnforcedAtAdmission(t *testing.T) {
 		"Sync git.timeout: 24h":          {sync(hour, day), "spec.git.timeout: Invalid value"},
 		"UpdateAutomation timeout: 1d":   {automation(hour, day), "spec.git.timeout: Invalid value"},
 		"Sync interval: 1ms":             {sync(ms, minute), "spec.interval: Invalid value"},
-		"Sync interval: 9s":              {sync(nineSeconds, minute), "at least 10s"},
+		"Sync interval: 10s":             {sync(tenSeconds, minute), "at least 30s"},
 		"UpdateAutomation interval: 1ms": {automation(ms, minute), "spec.interval: Invalid value"},
-		"UpdateAutomation interval: 9s":  {automation(nineSeconds, minute), "at least 10s"},
+		"UpdateAutomation interval: 10s": {automation(tenSeconds, minute), "at least 30s"},
 	} {
 		err := cl.Create(ctx, tc.obj, client.DryRunAll)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)
@@ -95,8 +95,8 @@ func TestDurationFloorsAreEnforcedAtAdmission(t *testing.T) {
 	for name, obj := range map[string]client.Object{
 		"ReleaseSource at the floors":    source(30*time.Second, &fiveMinutes),
 		"ReleaseSource as documented":    source(30*time.Minute, &minute),
-		"Sync at the floors":             sync(tenSeconds, fiveMinutes),
-		"UpdateAutomation at the floors": automation(tenSeconds, fiveMinutes),
+		"Sync at the floors":             sync(halfMinute, fiveMinutes),
+		"UpdateAutomation at the floors": automation(halfMinute, fiveMinutes),
 	} {
 		g.Expect(cl.Create(ctx, obj, client.DryRunAll)).To(Succeed(), name)
 	}
