@@ -57,11 +57,16 @@ func (r *UpdateAutomationReconciler) pullRequestBody(ctx context.Context, run *a
 // link of the two versions' org.opencontainers.image.revision. Nothing
 // here fails the pull request: what cannot be found is said in its notes.
 // Sources on the pull request's forge host are read with its API and
-// token (api), those on github.com with GitHub's public API.
+// token (api), those on github.com with GitHub's public API. The updates
+// of ReleaseSources have their own (sourceNotes).
 func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *automationRun, updates []forge.Update, api notes.API) []notes.Change {
 	var out []notes.Change
 	for _, u := range updates {
 		key := update.ParsePolicyKey(u.Policy)
+		if rs, ok := run.sources[key]; ok && key.Kind == update.SourceKind {
+			out = append(out, r.sourceNotes(ctx, rs, u))
+			continue
+		}
 		pol, ok := run.policies[key]
 		if !ok || key.Kind != "" {
 			continue

@@ -204,6 +204,35 @@ func CompareURL(source, oldRevision, newRevision string) string {
 	return fmt.Sprintf("%s://%s/%s/%s/compare/%s...%s", strings.ToLower(scheme), host, owner, name, oldRevision, newRevision)
 }
 
+// CompareTagsURL is the web page that compares two tags of source, or ""
+// when either is empty or not a plain tag name, or source is not a
+// repository's address.
+func CompareTagsURL(source, oldTag, newTag string) string {
+	if oldTag == "" || newTag == "" || oldTag == newTag || !isTag(oldTag) || !isTag(newTag) {
+		return ""
+	}
+	host, owner, name, err := repository(source)
+	if err != nil {
+		return ""
+	}
+	scheme, _, _ := strings.Cut(source, "://")
+	return fmt.Sprintf("%s://%s/%s/%s/compare/%s...%s", strings.ToLower(scheme), host, owner, name, oldTag, newTag)
+}
+
+// isTag says whether s is a tag name made of letters, digits and . _ - +
+// only, safe in a link.
+func isTag(s string) bool {
+	if len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-+", r)) {
+			return false
+		}
+	}
+	return true
+}
+
 // isRevision says whether s is a commit hash.
 func isRevision(s string) bool {
 	if len(s) < 7 || len(s) > 64 {

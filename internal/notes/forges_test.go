@@ -127,3 +127,19 @@ func TestGitLabReleases(t *testing.T) {
 		t.Errorf("%d requests, want 3 (the old version is on the third page)", requests)
 	}
 }
+
+// TestCompareTagsURL: a compare link of two tags is made only of a
+// repository address and two plain tag names.
+func TestCompareTagsURL(t *testing.T) {
+	for _, tc := range []struct{ source, old, new, want string }{
+		{"https://git.example/acme/cli", "v1.9.0", "v2.1.0", "https://git.example/acme/cli/compare/v1.9.0...v2.1.0"},
+		{"https://git.example/acme/cli", "v1.9.0", "v2.1.0)[ok](https://evil.example", ""},
+		{"https://git.example/acme/cli", "v1.9.0", "v1.9.0", ""},
+		{"https://git.example/acme/cli", "", "v2.1.0", ""},
+		{"javascript:alert(1)//x/y", "a", "b", ""},
+	} {
+		if got := CompareTagsURL(tc.source, tc.old, tc.new); got != tc.want {
+			t.Errorf("CompareTagsURL(%q, %q, %q) = %q, want %q", tc.source, tc.old, tc.new, got, tc.want)
+		}
+	}
+}
