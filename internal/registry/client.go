@@ -341,6 +341,10 @@ func (c *Client) Describe(ctx context.Context, image, reference string) (v1.Desc
 	return *desc, nil
 }
 
+// Timeout is how long one call may take: the Access timeout, or
+// DefaultTimeout.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
 // withTimeout bounds one call by the Access timeout.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.timeout)

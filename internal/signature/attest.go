@@ -93,7 +93,8 @@ type AttestationVerdict struct {
 // those signed as policy (a cosign key or keyless policy) accepts count.
 // They are read from the Sigstore bundles among the digest's referrers
 // and from the cosign 2 tag AttestationTag(digest), at most MaxSignatures
-// of each, each at most MaxSignatureBytes. now dates a scan.
+// of each, each at most MaxSignatureBytes, all within one call's timeout
+// of reg. now dates a scan.
 func Attestations(ctx context.Context, reg Registry, image, digest string, policy Policy, req Requirements, now time.Time) (AttestationVerdict, error) {
 	p, ok := policy.(*cosignPolicy)
 	if !ok {
@@ -113,12 +114,14 @@ func Attestations(ctx context.Context, reg Registry, image, digest string, polic
 	if err != nil {
 		return AttestationVerdict{}, fmt.Errorf("%w: digest %q: %w", ErrInvalidSpec, digest, err)
 	}
+	ctx, done, cancel := withReadDeadline(ctx, reg, "the attestations of "+digest)
+	defer cancel()
 	entities, err := referrerBundles(ctx, reg, image, hash)
-	if err != nil {
+	if err = done(err); err != nil {
 		return AttestationVerdict{}, err
 	}
 	tagged, err := tagAttestations(ctx, reg, image, hash)
-	if err != nil {
+	if err = done(err); err != nil {
 		return AttestationVerdict{}, err
 	}
 	var statements []*intoto.Statement

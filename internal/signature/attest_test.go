@@ -231,33 +231,3 @@ func TestAttestationsKeylessAttTag(t *testing.T) {
 		})
 	}
 }
-
-// TestAttestationsPastTheBounds fills the referrers with a bundle larger
-// than MaxSignatureBytes: it is skipped unread, and the attestation after
-// it counts. Past MaxSignatures bundles, the rest are not read: the
-// version is refused at the bound, not held in a read of them all.
-func TestAttestationsPastTheBounds(t *testing.T) {
-	g := NewWithT(t)
-	e := newEnv(t)
-	key := signing.NewKey(t)
-	req := signature.Requirements{SBOM: true}
-	signing.PushLargeBundle(t, e.reg, "app", e.digest, 2*signature.MaxSignatureBytes)
-	key.Attest(t, e.reg, "app", e.digest, signing.SPDXDocument, signing.SPDX)
-	v, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(v.Passed).To(BeTrue(), v.Reason)
-
-	// 160 attestations on one digest: 16 are read, and the version is
-	// refused for what they lack.
-	e = newEnv(t)
-	for range 10 * signature.MaxSignatures {
-		key.Attest(t, e.reg, "app", e.digest, signing.VulnsV02, signing.Scan(time.Now(), nil))
-	}
-	e.reg.ResetCounts()
-	v, err = signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(v.Passed).To(BeFalse())
-	g.Expect(v.Reason).To(ContainSubstring("no SPDX or CycloneDX attestation"))
-	// 16 bundles, and the .att tag (not found).
-	g.Expect(e.reg.Counts().ManifestGet).To(BeNumerically("<=", signature.MaxSignatures+1))
-}

@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -119,6 +120,28 @@ type Registry interface {
 	Describe(ctx context.Context, image, reference string) (v1.Descriptor, error)
 	// ReadArtifact reads the manifest image@digest.
 	ReadArtifact(ctx context.Context, image, digest string, read func(v1.Image) error, opts ...registry.ArtifactOption) error
+	// Timeout is how long one call may take. Every read of one digest's
+	// signatures, and every read of its attestations, share one such
+	// deadline (withReadDeadline).
+	Timeout() time.Duration
+}
+
+// withReadDeadline bounds all the reads of one check of a digest together
+// by one call's timeout of reg, so that a registry answering each of its
+// many reads (a listing, 16 bundles, a tag and its layers) just within
+// the timeout cannot stretch the check to their sum. done wraps an error
+// of a read with what the deadline was, when it was the deadline that
+// ended it.
+func withReadDeadline(ctx context.Context, reg Registry, what string) (context.Context, func(error) error, context.CancelFunc) {
+	timeout := reg.Timeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	done := func(err error) error {
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%s not read within %s: %w", what, timeout, err)
+		}
+		return err
+	}
+	return ctx, done, cancel
 }
 
 // Policy is a compiled Spec, ready to verify many digests.

@@ -79,7 +79,8 @@ func NewVerifier(opts Options) (*Verifier, error) {
 
 // Verify judges image@digest (the digest a policy writes: an index digest
 // for a multi-arch image) against policy, reading its signatures through
-// reg unless a standing verdict is cached. Errors are those of the
+// reg unless a standing verdict is cached, all within one call's timeout
+// of reg. Errors are those of the
 // registry (wrapping registry.ErrNotFound, ErrUnauthorized,
 // ErrTransient...) or ErrInvalidSpec; no verdict is cached for them.
 //
@@ -97,8 +98,10 @@ func (v *Verifier) Verify(ctx context.Context, reg Registry, image, digest strin
 	} else if err != nil && !errors.Is(err, cache.ErrNotFound) {
 		return Judged{}, fmt.Errorf("reading the verdict cache: %w", err)
 	}
+	ctx, done, cancel := withReadDeadline(ctx, reg, "the signatures of "+digest)
+	defer cancel()
 	verdict, err := policy.verify(ctx, reg, image, digest)
-	if err != nil {
+	if err = done(err); err != nil {
 		return Judged{}, err
 	}
 	j := Judged{Verdict: verdict, round: round}

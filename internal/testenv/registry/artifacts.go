@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Push pushes img, which the test built (a container image, a Helm chart or
@@ -84,4 +87,41 @@ func sep(reference string) string {
 		return "@"
 	}
 	return ":"
+}
+
+// rawManifest is a manifest as bytes, for remote.Put.
+type rawManifest struct {
+	data      []byte
+	mediaType types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.data, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mediaType, nil }
+
+// PushManifest puts manifest as repo:tag (by its digest alone when tag is
+// empty), as it is: the blobs it names are not pushed, and its sizes are
+// not checked, as a hostile registry would serve it. It returns the
+// manifest's digest.
+func (r *Registry) PushManifest(t testing.TB, repo, tag string, manifest *v1.Manifest) string {
+	t.Helper()
+	data, err := json.Marshal(manifest)
+	if err != nil {
+		t.Fatalf("encoding a manifest: %v", err)
+	}
+	digest, _, err := v1.SHA256(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(r.Image(repo)+"@"+digest.String(), name.Insecure)
+	if tag != "" {
+		ref, err = name.NewTag(r.Image(repo)+":"+tag, name.Insecure)
+	}
+	if err != nil {
+		t.Fatalf("parsing image name: %v", err)
+	}
+	defer r.forgetTags()
+	if err := remote.Put(ref, rawManifest{data: data, mediaType: manifest.MediaType}, remote.WithTransport(handlerTransport{r})); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	return digest.String()
 }

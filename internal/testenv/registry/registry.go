@@ -54,6 +54,7 @@ type options struct {
 	pageSize           int
 	noManifestHead     bool
 	tagListDelay       time.Duration
+	wrap               func(http.Handler) http.Handler
 }
 
 // WithBasicAuth makes the registry require HTTP basic auth with the given
@@ -97,6 +98,16 @@ func WithTagPageSize(n int) Option {
 func WithTagListDelay(d time.Duration) Option {
 	return func(o *options) {
 		o.tagListDelay = d
+	}
+}
+
+// WithWrap puts wrap around the registry's storage handler, behind auth,
+// throttling and the request counts (tag lists are not passed to it): the
+// test's handler answers some requests its own way (slowly, never, with
+// more than the manifest declares) and passes the others on to store.
+func WithWrap(wrap func(store http.Handler) http.Handler) Option {
+	return func(o *options) {
+		o.wrap = wrap
 	}
 }
 
@@ -146,6 +157,9 @@ type Registry struct {
 	server *httptest.Server
 	// store is the go-containerregistry registry handler holding the data.
 	store http.Handler
+	// served is store, or store wrapped (WithWrap): what serves the
+	// requests counted.
+	served http.Handler
 
 	counts   counters
 	inFlight atomic.Int64
@@ -185,6 +199,10 @@ func New(logs io.Writer, opts ...Option) (*Registry, error) {
 	}
 	for _, o := range opts {
 		o(&r.opts)
+	}
+	r.served = r.store
+	if r.opts.wrap != nil {
+		r.served = r.opts.wrap(r.store)
 	}
 	r.server = httptest.NewUnstartedServer(http.HandlerFunc(r.serveHTTP))
 	r.server.Config.ErrorLog = log.New(logs, "test registry: ", 0)
@@ -352,7 +370,7 @@ func (r *Registry) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		r.forgetTags()
 	}
-	r.store.ServeHTTP(w, req)
+	r.served.ServeHTTP(w, req)
 }
 
 func (r *Registry) count(req *http.Request) {

@@ -1,0 +1,263 @@
+package signature_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	. "github.com/onsi/gomega"
+
+	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/signature"
+	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
+	"github.com/uprev-dev/uprev/internal/testenv/signing"
+)
+
+// newEnvWith is newEnv with a registry started with opts, read by a
+// client whose calls each time out after timeout.
+func newEnvWith(t *testing.T, timeout time.Duration, opts ...testregistry.Option) *env {
+	t.Helper()
+	reg := testregistry.Start(t, opts...)
+	digest := reg.PushImage(t, "app", "1.0.0")
+	client, err := registry.NewScanner(registry.ScannerOptions{}).Client(t.Context(), registry.Access{Timeout: timeout})
+	if err != nil {
+		t.Fatalf("making a registry client: %v", err)
+	}
+	return &env{reg: reg, client: client, image: reg.Image("app"), digest: digest}
+}
+
+// hugeBlob serves 100 MB of junk as the blob of one digest, and counts
+// the bytes it got to write.
+type hugeBlob struct {
+	digest v1.Hash
+	served atomic.Int64
+}
+
+// hundredMB is the size of the attestation a hostile registry serves.
+const hundredMB = 100 << 20
+
+func newHugeBlob(t *testing.T) *hugeBlob {
+	t.Helper()
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return &hugeBlob{digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(b)}}
+}
+
+func (h *hugeBlob) wrap(store http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !strings.HasSuffix(req.URL.Path, "/blobs/"+h.digest.String()) {
+			store.ServeHTTP(w, req)
+			return
+		}
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for sent := 0; sent < hundredMB; sent += len(chunk) {
+			n, err := w.Write(chunk)
+			h.served.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+// layerManifest is a manifest of one layer of mediaType that says it has
+// size bytes and digest.
+func layerManifest(mediaType types.MediaType, size int64, digest v1.Hash, subject *v1.Descriptor) *v1.Manifest {
+	config := []byte("{}")
+	configDigest, _, _ := v1.SHA256(bytes.NewReader(config))
+	return &v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		Config:        v1.Descriptor{MediaType: signature.BundleArtifactType, Size: int64(len(config)), Digest: configDigest},
+		Layers:        []v1.Descriptor{{MediaType: mediaType, Size: size, Digest: digest}},
+		Subject:       subject,
+	}
+}
+
+// TestAttestationOf100MB serves a 100 MB attestation among the digest's
+// referrers and at its .att tag. Declared as 100 MB, it is skipped unread
+// and the SBOM beside it counts; declared as 1 KB and served as 100 MB,
+// the check fails once it has read past the declared size. Either way,
+// at most a few MB leave the registry, in well under a second.
+func TestAttestationOf100MB(t *testing.T) {
+	key := signing.NewKey(t)
+	req := signature.Requirements{SBOM: true}
+	for name, declared := range map[string]int64{"declared": hundredMB, "declared as 1 KB": 1 << 10} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			huge := newHugeBlob(t)
+			e := newEnvWith(t, 10*time.Second, testregistry.WithWrap(huge.wrap))
+			subject, err := e.reg.Get("app", e.digest)
+			g.Expect(err).NotTo(HaveOccurred())
+			e.reg.PushManifest(t, "app", "", layerManifest(signature.BundleArtifactType, declared, huge.digest, &subject.Descriptor))
+			e.reg.PushManifest(t, "app", signature.AttestationTag(e.digest), layerManifest(signature.DSSEMediaType, declared, huge.digest, nil))
+			key.Attest(t, e.reg, "app", e.digest, signing.SPDXDocument, signing.SPDX)
+
+			start := time.Now()
+			v, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
+			g.Expect(time.Since(start)).To(BeNumerically("<", time.Second))
+			g.Expect(huge.served.Load()).To(BeNumerically("<", 8<<20), "bytes of the 100 MB attestation served")
+			if declared == hundredMB {
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(v.Passed).To(BeTrue(), v.Reason)
+				g.Expect(huge.served.Load()).To(BeZero())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(huge.digest.String())))
+		})
+	}
+}
+
+// TestAttestationsPastTheBounds fills the referrers with a bundle larger
+// than MaxSignatureBytes: it is skipped unread, and the attestation after
+// it counts. Past MaxSignatures bundles, the rest are not read: a
+// registry listing 10,000 attestations of one digest among its referrers,
+// and holding 10,000 at its .att tag, the SBOM last, has the digest
+// judged on the first 16 of each, within seconds.
+func TestAttestationsPastTheBounds(t *testing.T) {
+	g := NewWithT(t)
+	e := newEnv(t)
+	key := signing.NewKey(t)
+	req := signature.Requirements{SBOM: true}
+	signing.PushLargeBundle(t, e.reg, "app", e.digest, 2*signature.MaxSignatureBytes)
+	key.Attest(t, e.reg, "app", e.digest, signing.SPDXDocument, signing.SPDX)
+	v, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Passed).To(BeTrue(), v.Reason)
+
+	const many = 10_000
+	e = newEnvWith(t, 10*time.Second, testregistry.WithWrap(repeatReferrers(many)))
+	key.Attest(t, e.reg, "app", e.digest, signing.VulnsV02, signing.Scan(time.Now(), nil))
+	key.Attest(t, e.reg, "app", e.digest, signing.SPDXDocument, signing.SPDX)
+	key.AttestTag(t, e.reg, "app", e.digest, signing.VulnsV02, signing.Scan(time.Now(), nil))
+	key.AttestTag(t, e.reg, "app", e.digest, signing.SPDXDocument, signing.SPDX)
+	att, err := e.reg.Get("app", signature.AttestationTag(e.digest))
+	g.Expect(err).NotTo(HaveOccurred())
+	manifest, err := v1.ParseManifest(bytes.NewReader(att.Manifest))
+	g.Expect(err).NotTo(HaveOccurred())
+	scan, sbom := manifest.Layers[0], manifest.Layers[1]
+	manifest.Layers = append(slices.Repeat([]v1.Descriptor{scan}, many-1), sbom)
+	e.reg.PushManifest(t, "app", signature.AttestationTag(e.digest), manifest)
+
+	e.reg.ResetCounts()
+	start := time.Now()
+	v, err = signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
+	// Each layer read parses the .att manifest again (go-containerregistry):
+	// 1.5 s for 16 layers of a manifest of 10,000 on a loaded 2-core machine.
+	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Passed).To(BeFalse())
+	g.Expect(v.Reason).To(ContainSubstring("no SPDX or CycloneDX attestation"))
+	c := e.reg.Counts()
+	g.Expect(c.Referrers).To(Equal(1))
+	// 16 bundles, and the .att tag.
+	g.Expect(c.ManifestGet).To(BeNumerically("<=", signature.MaxSignatures+1))
+	g.Expect(c.BlobGet).To(BeNumerically("<=", 2*signature.MaxSignatures))
+}
+
+// repeatReferrers answers a listing of referrers with n of them: the
+// first one the registry holds, n-1 times, then the last.
+func repeatReferrers(n int) func(http.Handler) http.Handler {
+	return func(store http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if !strings.Contains(req.URL.Path, "/referrers/") {
+				store.ServeHTTP(w, req)
+				return
+			}
+			rec := httptest.NewRecorder()
+			store.ServeHTTP(rec, req)
+			index, err := v1.ParseIndexManifest(rec.Body)
+			if err != nil || len(index.Manifests) == 0 {
+				http.Error(w, "no referrers to repeat", http.StatusInternalServerError)
+				return
+			}
+			first, last := index.Manifests[0], index.Manifests[len(index.Manifests)-1]
+			index.Manifests = append(slices.Repeat([]v1.Descriptor{first}, n-1), last)
+			w.Header().Set("Content-Type", string(types.OCIImageIndex))
+			_ = json.NewEncoder(w).Encode(index)
+		})
+	}
+}
+
+// slowStore makes the registry slow for what matches: it answers after
+// delay, or never (delay 0: until the client gives up).
+func slowStore(matches func(*http.Request) bool, delay time.Duration) testregistry.Option {
+	return testregistry.WithWrap(func(store http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if matches(req) {
+				var after <-chan time.Time
+				if delay > 0 {
+					after = time.After(delay)
+				}
+				select {
+				case <-after:
+				case <-req.Context().Done():
+					return
+				}
+			}
+			store.ServeHTTP(w, req)
+		})
+	})
+}
+
+// TestAttestationsOfASlowStore reads attestations from a registry that
+// never answers for them, and from one that answers each of its 16
+// bundles just within the client's one-second timeout: either way, the
+// check ends with an error at that one second, not at 16 of them. So does
+// the signature check.
+func TestAttestationsOfASlowStore(t *testing.T) {
+	const timeout = time.Second
+	key := signing.NewKey(t)
+	req := signature.Requirements{SBOM: true}
+	attTag := func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, ".att") }
+	var imageDigest atomic.Value
+	bundles := func(r *http.Request) bool {
+		d, _ := imageDigest.Load().(string)
+		return strings.Contains(r.URL.Path, "/manifests/sha256:") && !strings.HasSuffix(r.URL.Path, d)
+	}
+	for name, c := range map[string]struct {
+		slow  func(*http.Request) bool
+		delay time.Duration
+	}{
+		"the .att tag never answers":       {slow: attTag},
+		"each bundle answers in 0.4 s":     {slow: bundles, delay: 400 * time.Millisecond},
+		"the referrers list never answers": {slow: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			e := newEnvWith(t, timeout, slowStore(c.slow, c.delay))
+			imageDigest.Store(e.digest)
+			for range signature.MaxSignatures {
+				key.Attest(t, e.reg, "app", e.digest, signing.SPDXDocument, signing.SPDX)
+			}
+			policy := compile(t, keySpec(t, key))
+			start := time.Now()
+			_, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, policy, req, time.Now())
+			g.Expect(time.Since(start)).To(BeNumerically("<", timeout+time.Second/2))
+			g.Expect(err).To(MatchError(ContainSubstring("the attestations of " + e.digest + " not read within 1s")))
+			g.Expect(err).To(MatchError(registry.ErrTransient))
+
+			if c.delay == 0 && name != "the referrers list never answers" {
+				return
+			}
+			v, err := signature.NewVerifier(signature.Options{})
+			g.Expect(err).NotTo(HaveOccurred())
+			start = time.Now()
+			_, err = v.Verify(t.Context(), e.client, e.image, e.digest, policy, "scan")
+			g.Expect(time.Since(start)).To(BeNumerically("<", timeout+time.Second/2))
+			g.Expect(err).To(MatchError(ContainSubstring("the signatures of " + e.digest + " not read within 1s")))
+		})
+	}
+}
