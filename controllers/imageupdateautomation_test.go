@@ -350,6 +350,7 @@ func TestImageUpdateAutomationUsesTheGitRepositoryProxy(t *testing.T) {
 }
 
 func TestFluxAutomationReadsTheGitRepository(t *testing.T) {
+	useCluster(t)
 	repo := func(ref *sourcev1.GitRepositoryRef) *sourcev1.GitRepository {
 		return &sourcev1.GitRepository{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "sources", Name: "fleet"},

@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,88 +51,127 @@ var githubReleases *githubapi.Releases
 var testRegistryOptions = registry.ScannerOptions{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 
 func TestMain(m *testing.M) {
-	os.Exit(testlog.Run("controllers", func() int { return runSuite(m) }))
+	os.Exit(testlog.Run("controllers", func() int {
+		code := m.Run()
+		if err := stopSuite(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return code
+	}))
 }
 
-// runSuite starts a real control plane and the manager with every
-// controller, runs the tests and stops both.
-func runSuite(m *testing.M) int {
+// The control plane and the manager are started once, by the first test
+// that needs them (useCluster), and stopped after the last test: a run of
+// the tests of pure functions alone starts nothing and needs no
+// KUBEBUILDER_ASSETS.
+var (
+	suiteOnce sync.Once
+	suiteErr  error
+	// suiteStops undo what startSuite did, last first.
+	suiteStops []func() error
+)
+
+// useCluster starts the control plane and the manager, once, for a test
+// that reaches them (k8s, apiServer, testCluster, storagePath,
+// githubReleases), and fails it when they cannot start. newNamespace calls
+// it; TestClusterTestsStartTheCluster checks that every other test that
+// needs the cluster does.
+func useCluster(tb testing.TB) {
+	tb.Helper()
+	suiteOnce.Do(func() { suiteErr = startSuite() })
+	if suiteErr != nil {
+		tb.Fatalf("starting the control plane and the manager: %v", suiteErr)
+	}
+}
+
+// stopSuite stops what startSuite started, if it ran.
+func stopSuite() error {
+	var errs []error
+	for i := len(suiteStops) - 1; i >= 0; i-- {
+		errs = append(errs, suiteStops[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// onStop adds f to what stopSuite does.
+func onStop(f func() error) { suiteStops = append(suiteStops, f) }
+
+// startSuite starts a real control plane and the manager with every
+// controller.
+func startSuite() error {
 	caFile, err := trustCloudCA()
-	defer func() { _ = os.Remove(caFile) }() // a temporary file
+	onStop(func() error { _ = os.Remove(caFile); return nil }) // a temporary file
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	stopCloud, err := startCloudNet()
-	defer stopCloud()
+	onStop(func() error { stopCloud(); return nil })
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	// A management cluster: Syncs select Cluster API Clusters here. The
 	// suites of test/ run the manager on clusters without Cluster API.
 	c, err := cluster.StartWithClusterAPI()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer func() {
+	onStop(func() error {
 		if err := c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+			return fmt.Errorf("stopping control plane: %w", err)
 		}
-	}()
+		return nil
+	})
 	testCluster = c
 
 	storage, err := os.MkdirTemp("", "uprev-controllers-")
-	storagePath = storage
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	defer func() { _ = os.RemoveAll(storage) }() // a temporary directory
+	storagePath = storage
+	onStop(func() error { _ = os.RemoveAll(storage); return nil }) // a temporary directory
 
 	scheme, err := NewScheme()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	mgrOpts := ManagerOptions(scheme, labels.Everything(), "")
 	mgrOpts.Metrics = metricsserver.Options{BindAddress: "0"}
 	mgr, err := ctrl.NewManager(c.Config, mgrOpts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	notifications := httptest.NewServer(http.HandlerFunc(notificationController.receive))
-	defer notifications.Close()
+	onStop(func() error { notifications.Close(); return nil })
 	releases, stopReleases := githubapi.ServeReleases()
-	defer stopReleases()
+	onStop(func() error { stopReleases(); return nil })
 	githubReleases = releases
 	opts := Options{Controllers: AllControllers, StoragePath: storage, Concurrency: 4, Registry: testRegistryOptions,
 		GitHubReleasesAPI: releases.URL, EventsAddr: notifications.URL, TokenCache: fluxcache.TokenFlags{MaxSize: 100, MaxDuration: time.Hour}, Clock: testClock}
+	ctx, cancel := context.WithCancel(context.Background())
 	if err := Setup(ctx, mgr, opts); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		cancel()
+		return err
 	}
 	done := make(chan error)
 	go func() { done <- mgr.Start(ctx) }()
+	onStop(func() error {
+		stopRemoteClusters()
+		cancel()
+		if err := <-done; err != nil {
+			return fmt.Errorf("manager: %w", err)
+		}
+		return nil
+	})
 	k8s = mgr.GetClient()
 	apiServer = mgr.GetAPIReader()
-	code := m.Run()
-	stopRemoteClusters()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, "manager:", err)
-		return 1
-	}
-	return code
+	return nil
 }
 
 // newNamespace creates a namespace for one test.
 func newNamespace(t testing.TB) string {
 	t.Helper()
+	useCluster(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating namespace: %v", err)

@@ -146,6 +146,7 @@ func TestSyncClusterTargetsJoinWaitAndLeave(t *testing.T) {
 // API, a clusterSelector is an error that names the cause; installing
 // Cluster API fixes it at the next interval.
 func TestSyncClusterSelectorWithoutClusterAPI(t *testing.T) {
+	useCluster(t)
 	g := NewWithT(t)
 	startRemoteClusters(t)
 	// The eu cluster has uprev's CRDs and not Cluster API's.
