@@ -31,10 +31,11 @@ func TestKeptCloneInUseHoldsNoWorker(t *testing.T) {
 			close(gate)
 		}
 	}
-	// Released before the servers stop, so that the hung push ends first.
-	t.Cleanup(release)
 	pushed := make(chan string, 8)
 	git := gitserver.Start(t, gitserver.WithPushGate(gate), gitserver.WithAfterPush(func(repo string) { pushed <- repo }))
+	// Registered after the server's own cleanup, so run before it: the
+	// hung push ends before the server waits for its connections to close.
+	t.Cleanup(release)
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/agent", "1.0.0", "1.1.0")
 
