@@ -72,7 +72,7 @@ func observedPolicies(policies map[update.PolicyKey]*imagev1.ImagePolicy, source
 func holdStatus(held []guard.Hold) []uprevv1.Hold {
 	var out []uprevv1.Hold
 	for _, h := range held {
-		out = append(out, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
+		out = append(out, uprevv1.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn, Reason: h.Reason})
 	}
 	return out
 }

@@ -284,14 +284,20 @@ type ImageRef struct {
 }
 
 // Hold is a version the automation does not write, because a person
-// reverted the commit that wrote it.
+// reverted the commit that wrote it, or rejected it (`uprev reject`).
 type Hold struct {
 	// Policy is `<namespace>/<name>` of the ImagePolicy.
 	Policy string `json:"policy"`
 	// Version is the held tag.
 	Version string `json:"version"`
-	// RevertedIn is the SHA of the revert commit.
+	// RevertedIn is the SHA of the commit that holds the version: the
+	// revert, or the commit that records the rejection.
 	RevertedIn string `json:"revertedIn"`
+	// Reason is why the version was rejected, as the rejection commit
+	// says; empty for a revert. Anyone who can push to the branch writes
+	// it: it is shown escaped.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // RefusedDowngrade is a change not made because it would lower a version.

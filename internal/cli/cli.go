@@ -120,6 +120,7 @@ func NewRootCommand(opts Options) *cobra.Command {
 		newSuspendCommand(opts),
 		newResumeCommand(opts),
 		newReleaseHoldCommand(opts),
+		newRejectCommand(opts),
 		newDashboardCommand(opts),
 		newVersionCommand(opts),
 	)

@@ -253,8 +253,12 @@ type holdRecord struct {
 	Policy string `json:"policy,omitempty"`
 	// Version is the held version.
 	Version string `json:"version,omitempty"`
-	// RevertedIn is the SHA of the revert commit.
+	// RevertedIn is the SHA of the commit that holds the version: the
+	// revert, or the rejection's commit.
 	RevertedIn string `json:"revertedIn,omitempty"`
+	// Reason is why the version was rejected (`uprev reject`); empty for
+	// a revert.
+	Reason string `json:"reason,omitempty"`
 	// Released says that the automation's release annotation releases the
 	// hold; it goes at the automation's next run.
 	Released bool `json:"released"`
@@ -266,22 +270,23 @@ type holdRecord struct {
 
 // holdsNoun lists the holds in force of UpdateAutomations (from their
 // status) and of Flux ImageUpdateAutomations (from the annotation the
-// manager publishes): versions not written because a person reverted
-// them. Names are automations' names.
+// manager publishes): versions not written because a person reverted or
+// rejected them, the rejections with their reasons. Names are
+// automations' names.
 func holdsNoun() Noun {
 	return Noun{
 		Name:        "holds",
 		Watches:     func() client.ObjectList { return &uprevv1.UpdateAutomationList{} },
 		AlsoWatches: func() client.ObjectList { return &iacv1.ImageUpdateAutomationList{} },
 		Aliases:     []string{"hold"},
-		Short:       "List the versions automations hold because someone reverted them",
+		Short:       "List the versions automations hold because someone reverted or rejected them",
 		Read: func(ctx context.Context, c client.Reader, q Query) (*Table, error) {
 			autos, err := readHeldAutomations(ctx, c, q)
 			if err != nil {
 				return nil, err
 			}
 			t := &Table{Columns: []Column{
-				{Header: "AUTOMATION"}, {Header: "KIND"}, {Header: "POLICY"}, {Header: "VERSION"}, {Header: "REVERTED IN"}, {Header: "RELEASED"},
+				{Header: "AUTOMATION"}, {Header: "KIND"}, {Header: "POLICY"}, {Header: "VERSION"}, {Header: "REVERTED IN"}, {Header: "RELEASED"}, {Header: "REASON"},
 			}}
 			for _, a := range autos {
 				ns, name := a.Object.GetNamespace(), a.Object.GetName()
@@ -290,15 +295,15 @@ func holdsNoun() Noun {
 					released := releases.Released(guardHold(h))
 					t.Rows = append(t.Rows, Row{
 						Namespace: ns,
-						Cells:     []string{name, a.Kind, h.Policy, h.Version, shortSHA(h.RevertedIn), boolCell(released)},
+						Cells:     []string{name, a.Kind, h.Policy, h.Version, shortSHA(h.RevertedIn), boolCell(released), holdReason(h)},
 						Object: holdRecord{Namespace: ns, Automation: name, AutomationKind: a.Kind, Policy: h.Policy, Version: h.Version,
-							RevertedIn: h.RevertedIn, Released: released},
+							RevertedIn: h.RevertedIn, Reason: h.Reason, Released: released},
 					})
 				}
 				if a.Omitted > 0 {
 					t.Rows = append(t.Rows, Row{
 						Namespace: ns,
-						Cells:     []string{name, a.Kind, fmt.Sprintf("(%d more, not published)", a.Omitted), "", "", ""},
+						Cells:     []string{name, a.Kind, fmt.Sprintf("(%d more, not published)", a.Omitted), "", "", "", ""},
 						Object:    holdRecord{Namespace: ns, Automation: name, AutomationKind: a.Kind, Omitted: a.Omitted},
 					})
 				}
@@ -368,4 +373,13 @@ func promotionCell(p *uprevv1.Promotion) string {
 // still: "1.5.1 (age, 2d 4h)".
 func waitingCell(w uprevv1.WaitingVersion, now time.Time) string {
 	return w.Tag + " (" + fleet.WaitText(w, now) + ")"
+}
+
+// holdReason is the REASON cell of a hold: the rejection's reason, or
+// "(reverted)" for a revert. Cells pass printable.String.
+func holdReason(h uprevv1.Hold) string {
+	if h.Reason == "" {
+		return "(reverted)"
+	}
+	return h.Reason
 }

@@ -80,10 +80,10 @@ func TestGetTables(t *testing.T) {
 		{
 			args: []string{"get", "holds"},
 			want: table(
-				"AUTOMATION    KIND                    "+policyColumn(ns, "POLICY")+"VERSION   REVERTED IN   RELEASED",
-				"fleet         UpdateAutomation        "+policyColumn(ns, ns+"/agent")+"1.4.2     9ab2c3d4e5    False",
-				"fleet         UpdateAutomation        "+policyColumn(ns, ns+"/app")+"2.1.0     1234567890    True",
-				"flux-system   ImageUpdateAutomation   "+policyColumn(ns, ns+"/web")+"3.0.0     fedcba9876    False",
+				"AUTOMATION    KIND                    "+policyColumn(ns, "POLICY")+"VERSION   REVERTED IN   RELEASED   REASON",
+				"fleet         UpdateAutomation        "+policyColumn(ns, ns+"/agent")+"1.4.2     9ab2c3d4e5    False      (reverted)",
+				"fleet         UpdateAutomation        "+policyColumn(ns, ns+"/app")+"2.1.0     1234567890    True       (reverted)",
+				"flux-system   ImageUpdateAutomation   "+policyColumn(ns, ns+"/web")+"3.0.0     fedcba9876    False      (reverted)",
 			),
 		},
 		{
@@ -396,7 +396,7 @@ func TestGetWatchHolds(t *testing.T) {
 		{Policy: ns + "/kms", Version: "2.0.0", RevertedIn: agentRevert},
 	})
 	g.Expect(k8s.Update(t.Context(), flux)).To(Succeed())
-	g.Eventually(stdout.String).Should(MatchRegexp(`\nflux-system +ImageUpdateAutomation +`+ns+`/kms +2\.0\.0 +9ab2c3d4e5 +False\nflux-system +ImageUpdateAutomation +`+ns+`/web .*\n$`),
+	g.Eventually(stdout.String).Should(MatchRegexp(`\nflux-system +ImageUpdateAutomation +`+ns+`/kms +2\.0\.0 +9ab2c3d4e5 +False +\(reverted\)\nflux-system +ImageUpdateAutomation +`+ns+`/web .*\n$`),
 		"the ImageUpdateAutomation's rows, now two")
 
 	cancel()
@@ -449,7 +449,7 @@ func TestGetHoldsOfFluxAutomations(t *testing.T) {
 	g.Expect(r.code).To(Equal(0), r.stderr)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	g.Expect(lines).To(HaveLen(uprevv1.MaxPublishedHolds + 1))
-	g.Expect(lines[0]).To(MatchRegexp(`^many +ImageUpdateAutomation +` + ns + `/p000 +1\.0\.0 +fedcba9876 +False$`))
+	g.Expect(lines[0]).To(MatchRegexp(`^many +ImageUpdateAutomation +` + ns + `/p000 +1\.0\.0 +fedcba9876 +False +\(reverted\)$`))
 	g.Expect(lines[uprevv1.MaxPublishedHolds]).To(MatchRegexp(`^many +ImageUpdateAutomation +\(2 more, not published\)$`))
 	r = uprev(t, "get", "iua", "many", "-n", ns, kubeconfigFlag)
 	g.Expect(r.stdout).To(MatchRegexp(`\nmany +Unknown +False +102 +3d\n$`))

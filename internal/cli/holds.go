@@ -120,5 +120,5 @@ func lookupHeldAutomation(ctx context.Context, c client.Reader, key client.Objec
 // guardHold is a hold of an automation's status as internal/guard knows
 // it.
 func guardHold(h uprevv1.Hold) guard.Hold {
-	return guard.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn}
+	return guard.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn, Reason: h.Reason}
 }

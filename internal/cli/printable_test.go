@@ -37,6 +37,7 @@ var (
 	hostilePolicy  = "/web\x1b]0;owned\x07"
 	hostileVersion = "1.0.0\x1b[2J\x1b[H"
 	hostileCommit  = everyControl + "9ab2c3d4"
+	hostileReason  = "crashes\x1b[2J\non\tarm64\x07 see #1"
 )
 
 // unprintable returns the control characters in out a terminal would act
@@ -64,7 +65,7 @@ func unprintable(out string) []string {
 func TestTerminalGetsNoControlCharacters(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	hold := uprevv1.Hold{Policy: ns + hostilePolicy, Version: hostileVersion, RevertedIn: hostileCommit}
+	hold := uprevv1.Hold{Policy: ns + hostilePolicy, Version: hostileVersion, RevertedIn: hostileCommit, Reason: hostileReason}
 	flux := newFluxAutomation(ns, "tenant", hold)
 	flux.Status.Conditions = []metav1.Condition{ready(metav1.ConditionFalse, "Failed", "registry said: \x1b[31mdenied\x1b[0m\x07")}
 	createWithStatus(t, flux)
@@ -83,7 +84,8 @@ func TestTerminalGetsNoControlCharacters(t *testing.T) {
 	r := uprev(t, "get", "holds", "-n", ns, kubeconfigFlag)
 	g.Expect(r.stdout).To(ContainSubstring(`/web\x1b]0;owned\x07`), "shown, escaped")
 	g.Expect(r.stdout).To(ContainSubstring(`1.0.0\x1b[2J\x1b[H`))
-	g.Expect(r.stdout).To(MatchRegexp(`\n\S+ +ImageUpdateAutomation +\S+ +\S+ +\S+ +False\n$`), "one line, in its columns:\n%s", r.stdout)
+	g.Expect(r.stdout).To(MatchRegexp(`\n\S+ +ImageUpdateAutomation +\S+ +\S+ +\S+ +False +crashes\S+ on arm64\S+ see #1\n$`), "one line, in its columns:\n%s", r.stdout)
+	g.Expect(r.stdout).To(ContainSubstring(`crashes\x1b[2J on arm64\x07 see #1`), "the reason of a rejection, escaped, its white space folded")
 	r = uprev(t, "get", "iua", "-n", ns, kubeconfigFlag)
 	g.Expect(r.stdout).To(ContainSubstring(`registry said: \x1b[31mdenied\x1b[0m\x07`))
 
@@ -101,7 +103,7 @@ func TestTerminalGetsNoControlCharacters(t *testing.T) {
 		}
 		g.Expect(list.Items).To(HaveLen(1))
 		g.Expect(list.Items[0]).To(And(
-			HaveField("Policy", hold.Policy), HaveField("Version", hold.Version), HaveField("RevertedIn", hold.RevertedIn),
+			HaveField("Policy", hold.Policy), HaveField("Version", hold.Version), HaveField("RevertedIn", hold.RevertedIn), HaveField("Reason", hold.Reason),
 		), "-o %s decodes to the values written", format)
 	}
 }

@@ -45,8 +45,8 @@ func TestReleaseHold(t *testing.T) {
 		g.Expect(releases.Released(guardHold(holds[1]))).To(BeFalse())
 
 		r = uprev(t, "get", "holds", "one", "-n", ns, kubeconfigFlag)
-		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +UpdateAutomation +` + ns + `/agent +1.4.2 +9ab2c3d4e5 +True$`))
-		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +UpdateAutomation +` + ns + `/app +2.1.0 +1234567890 +False$`))
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +UpdateAutomation +` + ns + `/agent +1.4.2 +9ab2c3d4e5 +True +\(reverted\)$`))
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^one +UpdateAutomation +` + ns + `/app +2.1.0 +1234567890 +False +\(reverted\)$`))
 
 		// Again: nothing to add, the same answer.
 		r = uprev(t, "release-hold", "one", ns+"/agent", "-n", ns, kubeconfigFlag)
@@ -99,8 +99,8 @@ func TestReleaseHold(t *testing.T) {
 		g.Expect(flux.Annotations).To(HaveKey(uprevv1.HoldsAnnotation), "the published holds stay until the next run")
 
 		r = uprev(t, "get", "holds", "flux-system", "-n", ns, kubeconfigFlag)
-		g.Expect(r.stdout).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +` + ns + `/agent +1.4.2 +9ab2c3d4e5 +True$`))
-		g.Expect(r.stdout).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +` + ns + `/app +2.1.0 +1234567890 +True$`))
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +` + ns + `/agent +1.4.2 +9ab2c3d4e5 +True +\(reverted\)$`))
+		g.Expect(r.stdout).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +` + ns + `/app +2.1.0 +1234567890 +True +\(reverted\)$`))
 
 		r = uprev(t, "release-hold", "flux-system", "-n", ns, kubeconfigFlag)
 		g.Expect(r).To(Equal(result{stdout: "imageupdateautomation.image.toolkit.fluxcd.io/flux-system released " + ns + "/agent 1.4.2\n" +

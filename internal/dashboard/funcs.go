@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uprev-dev/uprev/internal/fleet"
+	"github.com/uprev-dev/uprev/internal/printable"
 )
 
 // funcs are the functions the page's template calls.
@@ -19,6 +20,15 @@ var funcs = template.FuncMap{
 	"timeText":  timeText,
 	"ago":       ago,
 	"waitText":  fleet.WaitText,
+	// tenantText shows text a tenant wrote (a rejection's reason) on one
+	// line, its control characters escaped; the template escapes HTML.
+	"tenantText": tenantText,
+}
+
+// tenantText returns s on one line, with every control character shown
+// escaped (printable.String).
+func tenantText(s string) string {
+	return printable.String(strings.Join(strings.Fields(s), " "))
 }
 
 // objectURL is the link to an object's YAML.

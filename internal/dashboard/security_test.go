@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 )
@@ -269,4 +270,35 @@ func TestNonLoopbackAddressNeedsTheToken(t *testing.T) {
 
 	_, err = New(Options{Client: k8s, Namespace: ns, Address: "0.0.0.0:7070"})
 	g.Expect(err).To(MatchError(ContainSubstring("not a loopback address, needs a token")), "no page off loopback without a token")
+}
+
+// TestARejectionsReasonIsShownInert: the reason of a rejection is text
+// whoever pushed the commit wrote: the page shows it quoted, on one line,
+// with its HTML escaped and its control characters shown escaped, beside
+// the release command, which stays quoted.
+func TestARejectionsReasonIsShownInert(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace("rejected")
+	createFleet(t, ns)
+	auto := &uprevv1.UpdateAutomation{}
+	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "fleet"}, auto)).To(Succeed())
+	auto.Status.Holds = append(auto.Status.Holds, uprevv1.Hold{Policy: ns + "/agent", Version: "1.1.0", RevertedIn: revert,
+		Reason: "crashes <script>alert(1)</script>\n<a href=\"https://evil.example\">see</a>\x1b[2J\x07 on arm64"})
+	g.Expect(k8s.Status().Update(t.Context(), auto)).To(Succeed())
+	ts := startServer(t, ns)
+	g.Eventually(func(g Gomega) {
+		code, page := get(t, ts, "/", "")
+		g.Expect(code).To(Equal(http.StatusOK))
+		g.Expect(page).To(ContainSubstring(`<li class="hold" data-policy="` + ns + `/agent">`))
+		g.Expect(page).To(ContainSubstring(`is held: rejected in <span title="` + revert + `">` + revert[:12] + `</span>: <q class="reason">` +
+			`crashes &lt;script&gt;alert(1)&lt;/script&gt; &lt;a href=&#34;https://evil.example&#34;&gt;see&lt;/a&gt;\x1b[2J\x07 on arm64</q>. ` +
+			`Release it with <code>uprev release-hold fleet agent -n ` + ns + `</code>`))
+		g.Expect(page).To(ContainSubstring(`<div class="badge held">held: rejected in <span title="`+revert+`">`+revert[:12]+`</span>: <q class="reason">crashes &lt;script&gt;`),
+			"the fleet matrix shows the rejection of the latest version too")
+		g.Expect(page).NotTo(ContainSubstring("<script>alert"))
+		g.Expect(page).NotTo(ContainSubstring(`href="https://evil.example"`))
+		g.Expect(page).NotTo(ContainSubstring("\x1b"))
+		g.Expect(page).NotTo(ContainSubstring("\x07"))
+		g.Expect(page).To(ContainSubstring(`is held: reverted in <span title="`+revert+`">`), "a revert's hold says so")
+	}).Should(Succeed())
 }

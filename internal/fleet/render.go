@@ -12,6 +12,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gate"
+	"github.com/uprev-dev/uprev/internal/printable"
 )
 
 // Format is how Render prints a table, named as kubectl's -o values.
@@ -112,7 +113,12 @@ func rowFields(r Row, wide bool, now time.Time) []string {
 	if r.Latest != nil {
 		latest = versionText(*r.Latest, wide)
 	}
-	if r.Hold != nil {
+	switch {
+	case r.Hold != nil && r.Hold.Reason != "":
+		// A tenant's words: one line, control characters escaped before
+		// the columns are measured.
+		latest += " (rejected: " + printable.String(strings.Join(strings.Fields(r.Hold.Reason), " ")) + ")"
+	case r.Hold != nil:
 		latest += " (held)"
 	}
 	if r.Waiting != nil {

@@ -248,7 +248,7 @@ func runningOn(cols []column, canonical string) (running [][]Version, deployedBy
 // holdOn returns the hold, among holds, on ref, or nil.
 func holdOn(holds []uprevv1.Hold, ref update.Ref) *uprevv1.Hold {
 	for _, h := range holds {
-		if (guard.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn}).On(ref) {
+		if (guard.Hold{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn, Reason: h.Reason}).On(ref) {
 			return &h
 		}
 	}

@@ -8,15 +8,20 @@ import (
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
-// Hold is a version of a policy that a revert rolled back: the automation
-// must not write it again.
+// Hold is a version of a policy that a revert rolled back, or that a
+// person rejected (`uprev reject`): the automation must not write it
+// again.
 type Hold struct {
 	// Policy is the ImagePolicy as namespace/name.
 	Policy string
-	// Version is the reverted version.
+	// Version is the reverted or rejected version.
 	Version string
-	// RevertedIn is the SHA of the revert commit.
+	// RevertedIn is the SHA of the commit that holds the version: the
+	// revert, or the commit that records the rejection.
 	RevertedIn string
+	// Reason is why the version was rejected, as its rejection commit says
+	// (untrusted text); empty for a revert.
+	Reason string
 }
 
 // On reports whether h holds ref: its tag, or its tag@digest, the form of
@@ -50,8 +55,10 @@ var revertRE = regexp.MustCompile(`This reverts commit ([0-9a-f]{40}(?:[0-9a-f]{
 // A commit whose message is in git's revert form (`This reverts commit
 // <sha>.`) and that is not itself reverted holds every update its target
 // commit lists in Uprev-Update trailers; a revert of a revert ends the first
-// one's holds. A version reverted more than once is held once, for the
-// newest revert; a version held on both branches is listed once, for
+// one's holds. A commit that records rejections (Uprev-Reject trailers,
+// see RejectionMessage) and is not reverted holds each rejected version,
+// with its reason. A version held more than once is held once, for the
+// newest commit; a version held on both branches is listed once, for
 // branch.
 func ReadHolds(h History, branch, pushBranch string) ([]Hold, error) {
 	holds, found, err := branchHolds(h, branch)
@@ -76,9 +83,11 @@ func ReadHolds(h History, branch, pushBranch string) ([]Hold, error) {
 	return holds, nil
 }
 
-// revert is a commit that reverts target.
+// revert is a commit that reverts target, or that records rejected
+// versions.
 type revert struct {
 	commit, target string
+	rejected       []Rejection
 }
 
 // branchHolds reads the holds on one branch; found is false when the
@@ -86,8 +95,12 @@ type revert struct {
 func branchHolds(h History, branch string) (holds []Hold, found bool, err error) {
 	var reverts []revert
 	found, err = h.Walk(branch, func(sha, message string) bool {
-		if m := revertRE.FindStringSubmatch(message); m != nil {
+		// A rejection's reason is text, never a revert form.
+		if m := revertRE.FindStringSubmatch(withoutRejectReasons(message)); m != nil {
 			reverts = append(reverts, revert{commit: sha, target: m[1]})
+		}
+		if rejected := ParseRejections(message); len(rejected) > 0 {
+			reverts = append(reverts, revert{commit: sha, rejected: rejected})
 		}
 		return true
 	})
@@ -99,7 +112,9 @@ func branchHolds(h History, branch string) (holds []Hold, found bool, err error)
 	}
 	revertedBy := map[string][]string{}
 	for _, r := range reverts {
-		revertedBy[r.target] = append(revertedBy[r.target], r.commit)
+		if r.target != "" {
+			revertedBy[r.target] = append(revertedBy[r.target], r.commit)
+		}
 	}
 	effective := map[string]bool{}
 	var isEffective func(string) bool
@@ -119,6 +134,16 @@ func branchHolds(h History, branch string) (holds []Hold, found bool, err error)
 	held := map[Update]bool{}
 	for _, r := range reverts {
 		if !isEffective(r.commit) {
+			continue
+		}
+		for _, rj := range r.rejected {
+			key := Update{Policy: rj.Policy, New: rj.Version}
+			if !held[key] {
+				held[key] = true
+				holds = append(holds, Hold{Policy: rj.Policy, Version: rj.Version, RevertedIn: r.commit, Reason: rj.Reason})
+			}
+		}
+		if r.target == "" {
 			continue
 		}
 		message, ok, err := h.Message(r.target)

@@ -53,3 +53,25 @@ func AddReleases(annotation string, holds ...Hold) string {
 	}
 	return strings.Join(entries, ", ")
 }
+
+// RemoveReleases returns annotation, a value of uprev.dev/release-holds,
+// without the entries that release exactly one of holds (the policy and
+// version), so that a version held anew (rejected again) is held; `*`
+// and the other entries stay.
+func RemoveReleases(annotation string, holds ...Hold) string {
+	var kept []string
+	for _, entry := range strings.Split(annotation, ",") {
+		fields := strings.Fields(entry)
+		if len(fields) == 0 {
+			continue
+		}
+		drop := false
+		for _, h := range holds {
+			drop = drop || (len(fields) == 2 && fields[0] == h.Policy && fields[1] == h.Version)
+		}
+		if !drop {
+			kept = append(kept, strings.Join(fields, " "))
+		}
+	}
+	return strings.Join(kept, ", ")
+}
