@@ -8,7 +8,6 @@ import (
 	"time"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/forge"
@@ -16,20 +15,10 @@ import (
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
-// OCI annotations (and image labels) that say where an image comes from.
-const (
-	ociSource   = "org.opencontainers.image.source"
-	ociRevision = "org.opencontainers.image.revision"
-)
-
 // notesTimeout bounds the finding of all release notes of one pull
 // request: a notes host that does not answer delays the pull request by
 // this much at most, and never the commit, which is pushed before.
 const notesTimeout = 20 * time.Second
-
-// maxBodyChars is the longest pull request body the forges take: GitHub's
-// 65,536 characters, the least of the three.
-const maxBodyChars = 65536
 
 // bodyReserve is kept free of notes, for what the forge or a person adds.
 const bodyReserve = 1024
@@ -47,7 +36,7 @@ func (r *UpdateAutomationReconciler) pullRequestBody(ctx context.Context, run *a
 	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
 	defer cancel()
 	changes := r.releaseNotes(ctx, run, desc.Updates, api)
-	desc.Notes = notes.Render(changes, maxBodyChars-bodyReserve-len(forge.Body(desc)))
+	desc.Notes = notes.Render(changes, notes.MaxBodyChars-bodyReserve-len(forge.Body(desc)))
 	return forge.Body(desc)
 }
 
@@ -72,67 +61,28 @@ func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *auto
 			continue
 		}
 		c := notes.Change{Title: fmt.Sprintf("%s: %s --> %s", u.Policy, u.Old, u.New), Checked: r.checkedLines(ctx, pol, u.New)}
-		newLabels, oldLabels, err := r.imageLabels(ctx, pol, u.Old, u.New)
-		c.Source = newLabels[ociSource]
-		switch {
-		case err != nil:
+		if reg, image, err := r.policyRegistry(ctx, pol); err != nil {
 			c.Missing = "reading the image's labels: " + err.Error()
-		case c.Source == "":
-			c.Missing = "the new version has no " + ociSource + " label or annotation"
-		default:
-			c.CompareURL = notes.CompareURL(c.Source, oldLabels[ociRevision], newLabels[ociRevision])
-			c.Releases, err = r.Notes.Releases(ctx, notesAPI(c.Source, api, r.GitHubReleases), c.Source, u.Old, u.New)
-			if err != nil {
-				c.Missing = err.Error()
-			}
+		} else {
+			r.Notes.ImageNotes(ctx, &c, reg, image, u.Old, u.New, func(source string) notes.API { return notesAPI(source, api, r.GitHubReleases) })
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// imageLabels returns the labels and manifest annotations of the new and
-// the old version of pol's image (annotations win); the old version's
-// are empty when it cannot be read.
-func (r *UpdateAutomationReconciler) imageLabels(ctx context.Context, pol *imagev1.ImagePolicy, oldTag, newTag string) (newLabels, oldLabels map[string]string, err error) {
+// policyRegistry is a registry client with the access of pol's
+// ImageRepository, and its image.
+func (r *UpdateAutomationReconciler) policyRegistry(ctx context.Context, pol *imagev1.ImagePolicy) (notes.Registry, string, error) {
 	repo, err := allowedRepository(ctx, r.Client, pol, r.NoCrossNamespaceRefs)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	client, err := registryClient(ctx, r.Client, r.Scanner, repo, cloudIdentity{Tokens: r.TokenCache, DefaultServiceAccount: r.DefaultServiceAccount})
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	read := func(tag string) (map[string]string, error) {
-		digest, err := client.Digest(ctx, repo.Spec.Image, tag)
-		if err != nil {
-			return nil, err
-		}
-		labels := map[string]string{}
-		err = client.ReadArtifact(ctx, repo.Spec.Image, digest, func(img v1.Image) error {
-			cfg, err := img.ConfigFile()
-			if err != nil {
-				return err
-			}
-			for k, v := range cfg.Config.Labels {
-				labels[k] = v
-			}
-			m, err := img.Manifest()
-			if err != nil {
-				return err
-			}
-			for k, v := range m.Annotations {
-				labels[k] = v
-			}
-			return nil
-		})
-		return labels, err
-	}
-	if newLabels, err = read(newTag); err != nil {
-		return nil, nil, fmt.Errorf("%s:%s: %w", repo.Spec.Image, newTag, err)
-	}
-	oldLabels, _ = read(oldTag)
-	return newLabels, oldLabels, nil
+	return client, repo.Spec.Image, nil
 }
 
 // forgeNotesAPI is the API of the pull request's forge for release notes,

@@ -3,7 +3,6 @@ package controllers
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -45,11 +44,6 @@ func crdWarnings(run *automationRun) []string {
 	return out
 }
 
-// codeSpan is untrusted text as inline code.
-func codeSpan(s string) string {
-	return "`" + strings.ReplaceAll(notes.Inline(s), "`", "'") + "`"
-}
-
 // crdVersionRemovals compares the versions of CRD name before (old) and
 // after (new), both manifests in YAML.
 func crdVersionRemovals(name string, old, new []byte) []string {
@@ -66,7 +60,7 @@ func crdVersionRemovals(name string, old, new []byte) []string {
 			continue
 		}
 		i := slices.IndexFunc(after.Spec.Versions, func(n crdVersion) bool { return n.Name == v.Name })
-		crd, version := codeSpan(name), codeSpan(v.Name)
+		crd, version := notes.CodeSpan(name), notes.CodeSpan(v.Name)
 		switch {
 		case i < 0 && v.Storage:
 			out = append(out, fmt.Sprintf("CRD %s drops version %s, its storage version: the API server refuses the update until objects stored at %s are migrated and status.storedVersions no longer lists it", crd, version, version))

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/testenv/gitea"
 	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -62,7 +63,7 @@ func TestPullRequestBodyOnGitea(t *testing.T) {
 	revisions := map[string]string{"1.0.0": "1f0e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", "1.3.0": "3c4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4a3", "1.4.0": "4b5a69788796a5b4c3d2e1f0a9b8c7d6e5f4a3b2"}
 	digests := map[string]string{}
 	for _, tag := range []string{"1.0.0", "1.3.0", "1.4.0"} {
-		d := reg.Push(t, "acme/agent", tag, labelledImage(t, tag, map[string]string{ociSource: source, ociRevision: revisions[tag]}))
+		d := reg.Push(t, "acme/agent", tag, labelledImage(t, tag, map[string]string{notes.SourceLabel: source, notes.RevisionLabel: revisions[tag]}))
 		key.SignBundle(t, reg, "acme/agent", d)
 		if tag != "1.4.0" {
 			key.Attest(t, reg, "acme/agent", d, signing.SPDXDocument, signing.SPDX)

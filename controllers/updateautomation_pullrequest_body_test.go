@@ -54,8 +54,8 @@ func TestPullRequestBodyHasReleaseNotes(t *testing.T) {
 	)
 
 	f := newAutomationFixture(t, nil, map[string]string{"apps/agent.yaml": withVersion(agentMarked, "1.0.0")})
-	f.reg.Push(t, "acme/agent", "1.0.0", labelledImage(t, "1.0.0", map[string]string{ociSource: source, ociRevision: "1111111aaaaaaa"}))
-	f.reg.Push(t, "acme/agent", "1.3.0", labelledImage(t, "1.3.0", map[string]string{ociSource: source, ociRevision: "3333333ccccccc"}))
+	f.reg.Push(t, "acme/agent", "1.0.0", labelledImage(t, "1.0.0", map[string]string{notes.SourceLabel: source, notes.RevisionLabel: "1111111aaaaaaa"}))
+	f.reg.Push(t, "acme/agent", "1.3.0", labelledImage(t, "1.3.0", map[string]string{notes.SourceLabel: source, notes.RevisionLabel: "3333333ccccccc"}))
 	requestReconcile(t, f.repo)
 	waitForLatestTag(t, newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0")), "1.3.0")
 	g.Expect(k8s.Create(context.Background(), secretWith(f.ns, "forge", map[string][]byte{"token": []byte("forge-token")}))).To(Succeed())

@@ -18,6 +18,7 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/guard"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/plan"
 	"github.com/uprev-dev/uprev/internal/update"
 )
@@ -26,7 +27,8 @@ import (
 const planLong = `Prints what the next automation run would change in the checkout DIR, one
 line per change ("no changes" when there is none), then the held versions and
 the refused changes, then, with --kubeconfig, the newest version each
-ReleaseGate holds back from a policy. Writes nothing.
+ReleaseGate holds back from a policy. With --notes, then what the pull
+request body would say of each image update (Markdown). Writes nothing.
 
 Exit code: 0 when nothing would change, 2 when something would, 1 on error.
 See docs/plan.md.`
@@ -48,6 +50,10 @@ type planOptions struct {
 	releaseHolds   string
 	allowDowngrade bool
 	automation     string
+	notes          bool
+	githubAPI      string
+	// gates are the cluster's ReleaseGates, read for --notes.
+	gates []uprevv1.ReleaseGate
 	// set names the flags given on the command line, which win over the
 	// automation's values.
 	set map[string]bool
@@ -80,6 +86,8 @@ func newPlanCommand(opts Options) *cobra.Command {
 	fs.StringVar(&o.pushBranch, "push-branch", "", "The automation's push branch (spec.git.push.branch): reverts on it hold versions too.")
 	fs.StringVar(&o.releaseHolds, "release-holds", "", "Release holds, as the annotation "+uprevv1.HoldReleaseAnnotation+` does: "*", or comma-separated "<namespace>/<policy> <version>".`)
 	fs.BoolVar(&o.allowDowngrade, "allow-downgrade", false, "Allow changes to lower versions, as spec.allowDowngrade does.")
+	fs.BoolVar(&o.notes, "notes", false, "Also print, per image update, what its pull request body would say: what the ReleaseGates checked of the new version, and the release notes between the two versions (read anonymously from the registry, and from github.com's and gitlab.com's APIs; $GITHUB_TOKEN is sent to GitHub's when set).")
+	fs.StringVar(&o.githubAPI, "github-api", notes.GitHubAPI.URL, "With --notes, the API that serves the releases of sources on github.com.")
 	fs.StringVar(&o.automation, "automation", "", "Take --push-branch, --release-holds and --allow-downgrade from this UpdateAutomation (or, when there is none of that name, Flux ImageUpdateAutomation) of --namespace in the --kubeconfig cluster; flags given as well win.")
 	return cmd
 }
@@ -87,12 +95,17 @@ func newPlanCommand(opts Options) *cobra.Command {
 // run computes the plan, prints it to stdout and problems to stderr, and
 // ends with the plan's exit code.
 func (o *planOptions) run(ctx context.Context, opts Options) error {
-	p, err := planCheckout(ctx, *o, opts.ErrOut)
+	p, err := planCheckout(ctx, o, opts.ErrOut)
 	if err != nil {
 		return err
 	}
 	if err := p.Write(opts.Out); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
+	}
+	if o.notes {
+		if err := o.writeNotes(ctx, p, opts.Out); err != nil {
+			return err
+		}
 	}
 	for _, e := range p.Result.FileErrors {
 		_, _ = fmt.Fprintln(opts.ErrOut, "error:", e)
@@ -104,8 +117,9 @@ func (o *planOptions) run(ctx context.Context, opts Options) error {
 }
 
 // planCheckout reads the policies and holds o names and computes the plan;
-// warnings go to stderr.
-func planCheckout(ctx context.Context, o planOptions, stderr io.Writer) (*plan.Plan, error) {
+// warnings go to stderr. What it reads from the cluster for later (the
+// gates, for --notes) is kept in o.
+func planCheckout(ctx context.Context, o *planOptions, stderr io.Writer) (*plan.Plan, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
@@ -210,6 +224,13 @@ func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[up
 	gated, err := plan.ListGated(ctx, c, o.namespace)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if o.notes {
+		var list uprevv1.ReleaseGateList
+		if err := c.List(ctx, &list, client.InNamespace(o.namespace)); err != nil {
+			return nil, nil, nil, fmt.Errorf("listing release gates: %w", err)
+		}
+		o.gates = list.Items
 	}
 	return policies, assets, gated, nil
 }

@@ -21,6 +21,10 @@ import (
 // MaxChangeBytes bounds the rendered notes of one change (64 KiB).
 const MaxChangeBytes = 64 << 10
 
+// MaxBodyChars is the longest pull request body the forges take: GitHub's
+// 65,536 characters, the least of the three.
+const MaxBodyChars = 65536
+
 // Release is one release's notes, as the forge gave them.
 type Release struct {
 	// Tag is the release's tag.

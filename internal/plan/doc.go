@@ -10,7 +10,8 @@
 // loaders in this package produce those inputs from a refs file
 // (ReadRefsFile), from ImagePolicies and ReleaseSources in a cluster
 // (ListPolicies, ListSources) and from a
-// checkout's history (ReadHolds).
+// checkout's history (ReadHolds). Plan.Notes adds what a pull request body
+// says of the image updates (internal/notes), for `uprev plan --notes`.
 //
 // The rules are not this package's: Compute applies internal/guard's, as the
 // UpdateAutomation controller does, so a change to a held version is

@@ -1,0 +1,82 @@
+package notes
+
+import (
+	"context"
+	"fmt"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/uprev-dev/uprev/internal/registry"
+)
+
+// OCI annotations (and image labels) that say where an image comes from.
+const (
+	// SourceLabel names the repository an image is built from.
+	SourceLabel = "org.opencontainers.image.source"
+	// RevisionLabel names the commit it is built from.
+	RevisionLabel = "org.opencontainers.image.revision"
+)
+
+// Registry reads images: registry.Client, with the access of the image's
+// ImageRepository.
+type Registry interface {
+	// Digest returns the digest tag of image points at.
+	Digest(ctx context.Context, image, tag string) (string, error)
+	// ReadArtifact reads image at digest.
+	ReadArtifact(ctx context.Context, image, digest string, read func(v1.Image) error, opts ...registry.ArtifactOption) error
+}
+
+// ImageNotes fills c with the notes of the update of image from old to
+// new: the releases, between the two versions, of the repository the new
+// version's SourceLabel names, read from the API apiFor gives for it, and
+// a link comparing the two versions' RevisionLabel. What cannot be found
+// is said in c.Missing; nothing fails.
+func (f *Fetcher) ImageNotes(ctx context.Context, c *Change, reg Registry, image, old, new string, apiFor func(source string) API) {
+	newLabels, err := ImageLabels(ctx, reg, image, new)
+	if err != nil {
+		c.Missing = "reading the image's labels: " + err.Error()
+		return
+	}
+	c.Source = newLabels[SourceLabel]
+	if c.Source == "" {
+		c.Missing = "the new version has no " + SourceLabel + " label or annotation"
+		return
+	}
+	// The old version may be gone: no compare link then.
+	oldLabels, _ := ImageLabels(ctx, reg, image, old)
+	c.CompareURL = CompareURL(c.Source, oldLabels[RevisionLabel], newLabels[RevisionLabel])
+	if c.Releases, err = f.Releases(ctx, apiFor(c.Source), c.Source, old, new); err != nil {
+		c.Missing = err.Error()
+	}
+}
+
+// ImageLabels returns the config labels and the manifest annotations of
+// tag of image (annotations win).
+func ImageLabels(ctx context.Context, reg Registry, image, tag string) (map[string]string, error) {
+	digest, err := reg.Digest(ctx, image, tag)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%s: %w", image, tag, err)
+	}
+	labels := map[string]string{}
+	err = reg.ReadArtifact(ctx, image, digest, func(img v1.Image) error {
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			return err
+		}
+		for k, v := range cfg.Config.Labels {
+			labels[k] = v
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		for k, v := range m.Annotations {
+			labels[k] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s:%s: %w", image, tag, err)
+	}
+	return labels, nil
+}
