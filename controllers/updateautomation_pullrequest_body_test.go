@@ -129,3 +129,38 @@ func TestNotesAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestNotesHostThatNeverAnswersDelaysNoCommit: when the host of the
+// release notes accepts the request and never answers, the commit is
+// pushed all the same while the notes are still awaited, and the pull
+// request is opened once the notes' deadline has passed, saying why it
+// has none.
+func TestNotesHostThatNeverAnswersDelaysNoCommit(t *testing.T) {
+	g := NewWithT(t)
+	gh := githubapi.StartRepository(t, "acme", "fleet", "forge-token")
+	releases := githubapi.StartReleases(t)
+	releases.Hang()
+	gh.ServeReleases(releases)
+	source := strings.TrimSuffix(gh.URL, "/api/v3/") + "/acme/stuck"
+
+	f := newAutomationFixture(t, nil, map[string]string{"apps/agent.yaml": withVersion(agentMarked, "1.0.0")})
+	f.reg.Push(t, "acme/agent", "1.0.0", labelledImage(t, "1.0.0", map[string]string{notes.SourceLabel: source}))
+	f.reg.Push(t, "acme/agent", "1.1.0", labelledImage(t, "1.1.0", map[string]string{notes.SourceLabel: source}))
+	requestReconcile(t, f.repo)
+	waitForLatestTag(t, newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0")), "1.1.0")
+	g.Expect(k8s.Create(context.Background(), secretWith(f.ns, "forge", map[string][]byte{"token": []byte("forge-token")}))).To(Succeed())
+	start := time.Now()
+	auto := newAutomation(t, f.ns, f.url, withPullRequest(uprevv1.PullRequestSpec{
+		Provider: "github", URL: gh.URL, Repository: "acme/fleet", SecretRef: &meta.LocalObjectReference{Name: "forge"},
+	}))
+
+	// While the notes are awaited, the commit is in Git already.
+	g.Eventually(releases.Requests).ShouldNot(BeEmpty())
+	g.Expect(f.readFile("uprev/updates", "apps/agent.yaml")).To(Equal(f.expand(withVersion(agentMarked, "1.1.0"))))
+	g.Expect(gh.PullRequests()).To(BeEmpty(), "the pull request waits for the notes")
+
+	g.Eventually(gh.PullRequests).WithTimeout(notesTimeout + 30*time.Second).Should(HaveLen(1))
+	g.Expect(time.Since(start)).To(BeNumerically(">=", notesTimeout), "the notes were awaited up to their deadline")
+	g.Expect(gh.PullRequests()[0].Body).To(MatchRegexp(`- No release notes: listing the releases of acme/stuck: .*context deadline exceeded`))
+	waitForPullRequest(t, auto, "")
+}

@@ -40,6 +40,7 @@ type Releases struct {
 	URL string
 
 	mu       sync.Mutex
+	hang     bool
 	repos    map[string][]Release
 	token    string
 	limit    int
@@ -89,6 +90,14 @@ func (r *Releases) SetRateLimit(remaining int, reset time.Time) {
 	r.reset = reset
 }
 
+// Hang makes every later request wait, unanswered, until its client gives
+// up: a host that accepts connections and never answers.
+func (r *Releases) Hang() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hang = true
+}
+
 // Requests returns the requests served so far, with their headers.
 func (r *Releases) Requests() []*http.Request {
 	r.mu.Lock()
@@ -98,8 +107,13 @@ func (r *Releases) Requests() []*http.Request {
 
 func (r *Releases) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.requests = append(r.requests, req.Clone(req.Context()))
+	if r.hang {
+		r.mu.Unlock()
+		<-req.Context().Done()
+		return
+	}
+	defer r.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	if r.token != "" && req.Header.Get("Authorization") != "Bearer "+r.token {
 		writeError(w, http.StatusUnauthorized, "Bad credentials")
