@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -81,25 +79,4 @@ func TestKeptCloneInUseHoldsNoWorker(t *testing.T) {
 		WithPolling(25*time.Millisecond).Should(HaveField("Status", metav1.ConditionTrue), "the second automation, once the clone is free")
 	t.Logf("the second automation was Ready %s after the clone was given back", time.Since(start).Round(time.Millisecond))
 	g.Expect(git.ReadFile(t, "shared", "main", "deploy/agent.yaml")).To(ContainSubstring(":1.1.0"))
-}
-
-// makePolicy makes the ImageRepository and ImagePolicy agent in ns, of
-// acme/agent in reg, and waits until the policy selected a version.
-func makePolicy(t *testing.T, g Gomega, ns string, reg *registry.Registry) {
-	t.Helper()
-	repo := &imagev1.ImageRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec:       imagev1.ImageRepositorySpec{Image: reg.Image("acme/agent"), Insecure: true, Interval: metav1.Duration{Duration: time.Hour}},
-	}
-	create(t, repo)
-	pol := &imagev1.ImagePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec: imagev1.ImagePolicySpec{
-			ImageRepositoryRef: meta.NamespacedObjectReference{Name: "agent"},
-			Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
-		},
-	}
-	create(t, pol)
-	g.Eventually(readyCondition(pol, func() []metav1.Condition { return pol.Status.Conditions }), time.Minute).
-		Should(HaveField("Status", metav1.ConditionTrue))
 }

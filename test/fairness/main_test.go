@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
+	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
 var (
@@ -76,4 +78,27 @@ func readyCondition(obj client.Object, conds func() []metav1.Condition) func(Gom
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		return apimeta.FindStatusCondition(conds(), meta.ReadyCondition)
 	}
+}
+
+// makePolicy makes the ImageRepository and ImagePolicy agent in ns, of
+// acme/agent in reg (interval 1h, semver >=1.0.0), and waits until the
+// policy is Ready.
+func makePolicy(t testing.TB, g Gomega, ns string, reg *registry.Registry) (*imagev1.ImageRepository, *imagev1.ImagePolicy) {
+	t.Helper()
+	repo := &imagev1.ImageRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Spec:       imagev1.ImageRepositorySpec{Image: reg.Image("acme/agent"), Insecure: true, Interval: metav1.Duration{Duration: time.Hour}},
+	}
+	create(t, repo)
+	pol := &imagev1.ImagePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Spec: imagev1.ImagePolicySpec{
+			ImageRepositoryRef: meta.NamespacedObjectReference{Name: "agent"},
+			Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
+		},
+	}
+	create(t, pol)
+	g.Eventually(readyCondition(pol, func() []metav1.Condition { return pol.Status.Conditions }), time.Minute).
+		Should(HaveField("Status", metav1.ConditionTrue))
+	return repo, pol
 }

@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
@@ -106,19 +103,7 @@ func TestRequestedAutomationsAreNeverDropped(t *testing.T) {
 	ns := newNamespace(t, "requested-automations")
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/agent", "1.0.0")
-	repo := &imagev1.ImageRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec:       imagev1.ImageRepositorySpec{Image: reg.Image("acme/agent"), Insecure: true, Interval: metav1.Duration{Duration: time.Hour}},
-	}
-	create(t, repo)
-	pol := &imagev1.ImagePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec: imagev1.ImagePolicySpec{
-			ImageRepositoryRef: meta.NamespacedObjectReference{Name: "agent"},
-			Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
-		},
-	}
-	create(t, pol)
+	repo, pol := makePolicy(t, g, ns, reg)
 	expectPolicy := func(tag string) {
 		t.Helper()
 		g.Eventually(func(g Gomega) {

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,21 +103,7 @@ func startGoodTenant(t testing.TB, g Gomega) *goodTenant {
 		"apps/cm.yaml":      fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: %s\ndata:\n  key: value\n", ns),
 		"deploy/agent.yaml": fmt.Sprintf("image: %s:1.0.0 # {\"$imagepolicy\": \"%s:agent\"}\n", reg.Image("acme/agent"), ns),
 	})
-	repo := &imagev1.ImageRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec:       imagev1.ImageRepositorySpec{Image: reg.Image("acme/agent"), Interval: metav1.Duration{Duration: time.Hour}},
-	}
-	create(t, repo)
-	pol := &imagev1.ImagePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec: imagev1.ImagePolicySpec{
-			ImageRepositoryRef: meta.NamespacedObjectReference{Name: "agent"},
-			Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
-		},
-	}
-	create(t, pol)
-	g.Eventually(readyCondition(pol, func() []metav1.Condition { return pol.Status.Conditions }), time.Minute).
-		Should(HaveField("Status", metav1.ConditionTrue))
+	makePolicy(t, g, ns, reg)
 	return &goodTenant{ns: ns, git: git, url: url}
 }
 
