@@ -29,8 +29,11 @@ type Registry interface {
 // ImageNotes fills c with the notes of the update of image from old to
 // new: the releases, between the two versions, of the repository the new
 // version's SourceLabel names, read from the API apiFor gives for it, and
-// a link comparing the two versions' RevisionLabel. What cannot be found
-// is said in c.Missing; nothing fails.
+// a link comparing the two versions' RevisionLabel. A Helm chart in an OCI
+// registry carries its Chart.yaml there too, as Helm writes its manifest
+// annotations: its home (HomeLabel), its first source (SourceLabel) and its
+// annotations, whose ChangesAnnotation comes first in the notes. What
+// cannot be found is said in c.Missing; nothing fails.
 func (f *Fetcher) ImageNotes(ctx context.Context, c *Change, reg Registry, image, old, new string, apiFor func(source string) API) {
 	newLabels, err := ImageLabels(ctx, reg, image, new)
 	if err != nil {
@@ -38,16 +41,25 @@ func (f *Fetcher) ImageNotes(ctx context.Context, c *Change, reg Registry, image
 		return
 	}
 	c.Source = newLabels[SourceLabel]
+	c.Home = newLabels[HomeLabel]
+	changes, hasChanges := ChartChanges(newLabels[ChangesAnnotation], new)
+	if hasChanges {
+		c.Releases = []Release{changes}
+	}
 	if c.Source == "" {
-		c.Missing = "the new version has no " + SourceLabel + " label or annotation"
+		if !hasChanges {
+			c.Missing = "the new version has no " + SourceLabel + " label or annotation"
+		}
 		return
 	}
 	// The old version may be gone: no compare link then.
 	oldLabels, _ := ImageLabels(ctx, reg, image, old)
 	c.CompareURL = CompareURL(c.Source, oldLabels[RevisionLabel], newLabels[RevisionLabel])
-	if c.Releases, err = f.Releases(ctx, apiFor(c.Source), c.Source, old, new); err != nil {
+	releases, err := f.Releases(ctx, apiFor(c.Source), c.Source, old, new)
+	if err != nil {
 		c.Missing = err.Error()
 	}
+	c.Releases = append(c.Releases, releases...)
 }
 
 // ImageLabels returns the config labels and the manifest annotations of

@@ -44,6 +44,8 @@ type Change struct {
 	Title string
 	// Source is the web address of the source repository, when known.
 	Source string
+	// Home is the project's home page (a Helm chart's home), when known.
+	Home string
 	// Releases are the releases between the old and the new version,
 	// newest first.
 	Releases []Release
@@ -98,6 +100,9 @@ func renderChange(c Change, limit int) string {
 			break
 		}
 		fmt.Fprintf(&b, "- %s\n", cutAtLine(Inline(line), maxCheckedBytes))
+	}
+	if home := webURL(c.Home); home != "" && home != c.Source {
+		fmt.Fprintf(&b, "- Home: %s\n", home)
 	}
 	if src := webURL(c.Source); src != "" {
 		fmt.Fprintf(&b, "- Source: %s\n", src)
