@@ -50,7 +50,7 @@ func main() {
 // run runs a subcommand and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
-		fmt.Fprintln(stderr, "usage: demo up|down [--state-dir DIR] [--uprev BIN] [--assets DIR] [--root DIR]")
+		_, _ = fmt.Fprintln(stderr, "usage: demo up|down [--state-dir DIR] [--uprev BIN] [--assets DIR] [--root DIR]")
 	}
 	if len(args) == 0 || (args[0] != "up" && args[0] != "down") {
 		usage()
@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := o.absolute(); err != nil {
-		fmt.Fprintln(stderr, "demo:", err)
+		_, _ = fmt.Fprintln(stderr, "demo:", err)
 		return 1
 	}
 	var err error
@@ -80,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = down(o, stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "demo:", err)
+		_, _ = fmt.Fprintln(stderr, "demo:", err)
 		return 1
 	}
 	return 0

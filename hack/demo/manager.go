@@ -63,7 +63,7 @@ func (d *demo) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer logs.Close()
+	defer func() { _ = logs.Close() }() // the process writes through its own handle
 	cmd := exec.Command(d.o.uprev, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+d.state.KubeConfigs["uprev"])
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -90,7 +90,7 @@ func (d *demo) startManager(ctx context.Context) error {
 		if err != nil {
 			return false, nil
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close() // the status is all it needs
 		return resp.StatusCode == http.StatusOK, nil
 	})
 }
@@ -131,6 +131,6 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // an address is all it needs
 	return l.Addr().String(), nil
 }

@@ -92,19 +92,19 @@ func readState(dir string) (*state, error) {
 func down(o options, out io.Writer) error {
 	s, err := readState(o.stateDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(out, "No demo is running (no %s).\n", filepath.Join(o.stateDir, stateFile))
+		_, _ = fmt.Fprintf(out, "No demo is running (no %s).\n", filepath.Join(o.stateDir, stateFile))
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	if running(s.PID, s.Command) {
-		fmt.Fprintf(out, "Stopping the demo (pid %d)...\n", s.PID)
+		_, _ = fmt.Fprintf(out, "Stopping the demo (pid %d)...\n", s.PID)
 		if err := syscall.Kill(s.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("signalling the demo: %w", err)
 		}
 		if !waitGone(2*time.Minute, s.PID, s.Command) {
-			fmt.Fprintf(out, "The demo did not stop in 2 minutes; killing it.\n")
+			_, _ = fmt.Fprintf(out, "The demo did not stop in 2 minutes; killing it.\n")
 			_ = syscall.Kill(s.PID, syscall.SIGKILL)
 			waitGone(10*time.Second, s.PID, s.Command)
 		}
@@ -113,7 +113,7 @@ func down(o options, out io.Writer) error {
 	if err := os.RemoveAll(o.stateDir); err != nil {
 		return fmt.Errorf("removing %s: %w", o.stateDir, err)
 	}
-	fmt.Fprintln(out, "The demo is down.")
+	_, _ = fmt.Fprintln(out, "The demo is down.")
 	return nil
 }
 
@@ -122,7 +122,7 @@ func down(o options, out io.Writer) error {
 func killLeftovers(s *state, out io.Writer) {
 	for _, p := range s.Processes {
 		if running(p.PID, p.Name) {
-			fmt.Fprintf(out, "Killing %s (pid %d), left behind.\n", p.Name, p.PID)
+			_, _ = fmt.Fprintf(out, "Killing %s (pid %d), left behind.\n", p.Name, p.PID)
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 			waitGone(10*time.Second, p.PID, p.Name)
 		}

@@ -145,7 +145,7 @@ func (d *demo) path(name string) string {
 
 // say prints one step of the start-up.
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintf(d.out, "==> "+format+"\n", args...)
+	_, _ = fmt.Fprintf(d.out, "==> "+format+"\n", args...)
 }
 
 // start brings up everything, in order, and prints the result.
@@ -267,7 +267,7 @@ func (d *demo) run(ctx context.Context, name string, args ...string) error {
 	cmd.Dir = d.o.root
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	fmt.Fprintf(d.logs, "$ %s %s\n%s", name, strings.Join(args, " "), out.String())
+	_, _ = fmt.Fprintf(d.logs, "$ %s %s\n%s", name, strings.Join(args, " "), out.String())
 	if err != nil {
 		return fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, out.String())
 	}
@@ -291,7 +291,7 @@ func (d *demo) stop(remove bool) {
 	for name, c := range d.clusters {
 		wg.Go(func() {
 			if err := c.Stop(); err != nil {
-				fmt.Fprintf(d.out, "stopping %s: %v\n", name, err)
+				_, _ = fmt.Fprintf(d.out, "stopping %s: %v\n", name, err)
 			}
 		})
 	}
@@ -303,14 +303,14 @@ func (d *demo) stop(remove bool) {
 		d.reg.Close()
 	}
 	if d.logs != nil {
-		d.logs.Close()
+		_ = d.logs.Close() // writes to an *os.File are not buffered: nothing is lost
 	}
 	if !remove {
 		d.say("Stopped; the logs are in %s", display(d.o.stateDir))
 		return
 	}
 	if err := os.RemoveAll(d.o.stateDir); err != nil {
-		fmt.Fprintf(d.out, "removing %s: %v\n", d.o.stateDir, err)
+		_, _ = fmt.Fprintf(d.out, "removing %s: %v\n", d.o.stateDir, err)
 	}
 	d.say("Stopped; removed %s", display(d.o.stateDir))
 }

@@ -50,6 +50,6 @@ func (d *demo) gitPushed(repo string) {
 		return
 	}
 	if err := e.GitPush(context.Background(), d.git.HTTPURL(repo), "main"); err != nil {
-		fmt.Fprintf(d.logs, "git push webhook: %v\n", err)
+		_, _ = fmt.Fprintf(d.logs, "git push webhook: %v\n", err)
 	}
 }

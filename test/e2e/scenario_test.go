@@ -325,7 +325,7 @@ func (s *scenario) notify(token, kind string, header http.Header, body string) [
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		g.Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		answer, err := io.ReadAll(resp.Body)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(resp.StatusCode).To(Equal(http.StatusAccepted), "%s", answer)

@@ -71,7 +71,7 @@ func TestDurationFloorsAreEnforcedAtAdmission(t *testing.T) {
 		}
 	}
 	day, fiveMinutes, minute, hour := 24*time.Hour, 5*time.Minute, time.Minute, time.Hour
-	ms, tenSeconds, halfMinute := time.Millisecond, 10*time.Second, 30*time.Second
+	ms, halfMinute := time.Millisecond, 30*time.Second
 
 	for name, tc := range map[string]struct {
 		obj     client.Object
@@ -84,9 +84,9 @@ func TestDurationFloorsAreEnforcedAtAdmission(t *testing.T) {
 		"Sync git.timeout: 24h":          {sync(hour, day), "spec.git.timeout: Invalid value"},
 		"UpdateAutomation timeout: 1d":   {automation(hour, day), "spec.git.timeout: Invalid value"},
 		"Sync interval: 1ms":             {sync(ms, minute), "spec.interval: Invalid value"},
-		"Sync interval: 10s":             {sync(tenSeconds, minute), "at least 30s"},
+		"Sync interval: 10s":             {sync(10*time.Second, minute), "at least 30s"},
 		"UpdateAutomation interval: 1ms": {automation(ms, minute), "spec.interval: Invalid value"},
-		"UpdateAutomation interval: 10s": {automation(tenSeconds, minute), "at least 30s"},
+		"UpdateAutomation interval: 10s": {automation(10*time.Second, minute), "at least 30s"},
 	} {
 		err := cl.Create(ctx, tc.obj, client.DryRunAll)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", name, err)

@@ -64,7 +64,7 @@ func managerRunsAsThePod(t *testing.T, c *cluster.Cluster, cl client.Client) {
 	logPath := filepath.Join(t.TempDir(), "uprev.log")
 	logs, err := os.Create(logPath)
 	g.Expect(err).NotTo(HaveOccurred())
-	defer logs.Close()
+	defer func() { _ = logs.Close() }() // the process writes through its own handle
 	mgr.Stdout, mgr.Stderr = logs, logs
 	g.Expect(mgr.Start()).To(Succeed())
 	t.Cleanup(func() {
@@ -79,7 +79,7 @@ func managerRunsAsThePod(t *testing.T, c *cluster.Cluster, cl client.Client) {
 	g.Eventually(func(g Gomega) {
 		resp, err := http.Get("http://" + health + "/readyz")
 		g.Expect(err).NotTo(HaveOccurred())
-		resp.Body.Close()
+		g.Expect(resp.Body.Close()).To(Succeed())
 		g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	}).WithTimeout(time.Minute).Should(Succeed(), "the readiness probe passes")
 	g.Eventually(func(g Gomega) {

@@ -233,7 +233,7 @@ func scrape(b *testing.B, cfg *rest.Config, url string) map[string]*dto.MetricFa
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		b.Fatalf("GET %s: %s", url, resp.Status)
 	}

@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -155,7 +156,7 @@ func profileCPU(b *testing.B, file, addr string) *errgroup.Group {
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("CPU profile: %s", resp.Status)
 		}
@@ -164,8 +165,7 @@ func profileCPU(b *testing.B, file, addr string) *errgroup.Group {
 			return err
 		}
 		if _, err := io.Copy(f, resp.Body); err != nil {
-			f.Close()
-			return err
+			return errors.Join(err, f.Close())
 		}
 		b.Logf("the manager's CPU profile over %d s is in %s", profileSeconds, file)
 		return f.Close()

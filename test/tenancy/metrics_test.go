@@ -66,14 +66,14 @@ func TestMetricsNeedAnAuthorizedClient(t *testing.T) {
 		if err != nil {
 			return 0, err.Error()
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
 	g.Eventually(func() error {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {
-			conn.Close()
+			return conn.Close()
 		}
 		return err
 	}).Should(Succeed(), "the metrics endpoint listens")

@@ -38,15 +38,17 @@ func TestMillionTagAnswerIsRefusedWithinBoundedMemory(t *testing.T) {
 			w.WriteHeader(http.StatusOK)
 		case strings.HasSuffix(r.URL.Path, "/tags/list"):
 			w.Header().Set("Content-Type", "application/json")
+			// The manager hangs up once it has read its bound: the
+			// writes fail then, as they should.
 			out := bufio.NewWriter(w)
-			fmt.Fprint(out, `{"name":"acme/agent","tags":[`)
+			_, _ = fmt.Fprint(out, `{"name":"acme/agent","tags":[`)
 			for i := range 1_000_000 {
 				if i > 0 {
-					out.WriteByte(',')
+					_ = out.WriteByte(',')
 				}
-				fmt.Fprintf(out, `"1.0.%d"`, i)
+				_, _ = fmt.Fprintf(out, `"1.0.%d"`, i)
 			}
-			fmt.Fprint(out, `]}`)
+			_, _ = fmt.Fprint(out, `]}`)
 			_ = out.Flush()
 		default:
 			http.NotFound(w, r)

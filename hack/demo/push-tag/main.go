@@ -33,7 +33,7 @@ func main() {
 	chart := fs.Bool("chart", false, "push the agent's Helm chart (with its CRDs) instead of an agent image")
 	stateDir := fs.String("state-dir", filepath.Join("bin", "demo"), "the running demo's state directory, whose state.json says where to send the registry's push webhook")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run ./hack/demo/push-tag [--chart] HOST:PORT/REPOSITORY:TAG")
+		_, _ = fmt.Fprintln(fs.Output(), "usage: go run ./hack/demo/push-tag [--chart] HOST:PORT/REPOSITORY:TAG")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
