@@ -156,6 +156,9 @@ func (r *UpdateAutomationReconciler) writeGroups(ctx context.Context, run *autom
 		return err
 	}
 	defer run.foldGroups()
+	for _, grp := range groups {
+		run.groupNames = append(run.groupNames, grp.name)
+	}
 	var first error
 	for _, grp := range groups {
 		g := run.groupRun(grp)
@@ -233,12 +236,13 @@ func (run *automationRun) pushed() []*automationRun {
 
 // groupPullRequests is status.pullRequests after a run: each group's pull
 // request as pullRequestStatus makes it, for the groups the run reached;
-// those of groups it did not reach stay as they were.
+// those of groups it did not reach stay as they were, and those of groups
+// that are gone (a policy deleted or relabelled) leave.
 func groupPullRequests(prev []uprevv1.PullRequestStatus, run *automationRun) []uprevv1.PullRequestStatus {
 	if run.groups == nil {
 		return prev
 	}
-	out := slices.Clone(prev)
+	out := slices.DeleteFunc(slices.Clone(prev), func(p uprevv1.PullRequestStatus) bool { return !slices.Contains(run.groupNames, p.Group) })
 	for _, g := range run.groups {
 		pr := pullRequestStatus(g.auto.Status.PullRequest, g)
 		i := slices.IndexFunc(out, func(p uprevv1.PullRequestStatus) bool { return p.Group == g.group.name })

@@ -13,6 +13,7 @@ import (
 	giteasdk "code.gitea.io/sdk/gitea"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/forge"
 	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/testenv/gitea"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -168,4 +169,25 @@ func TestPullRequestGroups(t *testing.T) {
 	g.Expect(groupTitle("Update agent to 1.2.0", "example.com/team", "platform")).To(Equal("Update agent to 1.2.0 (example.com/team platform)"))
 	g.Expect(validateGroupBy("example.com/team")).To(Succeed())
 	g.Expect(validateGroupBy("not a key!")).To(MatchError(ContainSubstring(`spec.git.push.pullRequest.groupBy "not a key!" is neither none, policy nor a label key`)))
+}
+
+// TestGroupPullRequests: status.pullRequests keeps the pull request of a
+// group the run did not reach, takes the new one of a group it reached,
+// and drops that of a group that is gone.
+func TestGroupPullRequests(t *testing.T) {
+	g := NewWithT(t)
+	prev := []uprevv1.PullRequestStatus{
+		{Group: "web", Branch: "uprev/updates-web", Number: 3, HeadCommit: "c3"},
+		{Group: "gone", Branch: "uprev/updates-gone", Number: 2, HeadCommit: "c2"},
+		{Group: "agent", Branch: "uprev/updates-agent", Number: 1, HeadCommit: "c1"},
+	}
+	g.Expect(groupPullRequests(prev, &automationRun{})).To(Equal(prev), "an automation that does not group")
+	agent := pullRequestAutomation(func(a *uprevv1.UpdateAutomation) { a.Spec.Git.Push.Branch = "uprev/updates-agent" })
+	reached := &automationRun{auto: agent, group: &pullRequestGroup{name: "agent"},
+		pr: pullRequestRun{head: "c4", result: &forge.PullRequest{Number: 1, URL: "https://forge/1", State: forge.StateOpen}}}
+	run := &automationRun{groups: []*automationRun{reached}, groupNames: []string{"agent", "web"}}
+	g.Expect(groupPullRequests(prev, run)).To(Equal([]uprevv1.PullRequestStatus{
+		{Group: "agent", Branch: "uprev/updates-agent", URL: "https://forge/1", Number: 1, State: "open", HeadCommit: "c4"},
+		{Group: "web", Branch: "uprev/updates-web", Number: 3, HeadCommit: "c3"},
+	}))
 }

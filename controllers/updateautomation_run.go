@@ -97,8 +97,9 @@ type automationRun struct {
 	// run of an automation.
 	group *pullRequestGroup
 	// groups are the runs of the groups, when the automation groups its
-	// changes (writeGroups).
-	groups []*automationRun
+	// changes (writeGroups), and groupNames the names of all its groups.
+	groups     []*automationRun
+	groupNames []string
 }
 
 // reconcile runs the phases in order; each wraps its error with what it was

@@ -74,6 +74,9 @@ type Automation struct {
 	Commits []Event
 	// PullRequest is the pull request of its push branch, if any.
 	PullRequest *uprevv1.PullRequestStatus
+	// PullRequests are the pull requests of its groups, when it groups
+	// its changes (spec.git.push.pullRequest.groupBy).
+	PullRequests []uprevv1.PullRequestStatus
 	// Holds are the versions it does not write because of a revert: an
 	// UpdateAutomation's status.holds, or what the manager publishes in
 	// an ImageUpdateAutomation's annotation uprevv1.HoldsAnnotation.
@@ -261,6 +264,7 @@ func automationsOf(autos []uprevv1.UpdateAutomation, flux []iacv1.ImageUpdateAut
 			Kind: uprevv1.UpdateAutomationKind, Namespace: a.Namespace, Name: a.Name,
 			LastPushCommit:    a.Status.LastPushCommit,
 			PullRequest:       a.Status.PullRequest,
+			PullRequests:      a.Status.PullRequests,
 			RefusedDowngrades: a.Status.RefusedDowngrades,
 		}
 		v.read(a.Status.Conditions, a.Status.LastPushTime, a.Status.Holds, a.Status.ObservedPolicies, events)
