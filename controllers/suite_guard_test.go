@@ -17,9 +17,9 @@ var clusterGlobals = []string{"k8s", "apiServer", "testCluster", "storagePath", 
 // TestClusterTestsStartTheCluster: every test and benchmark of this package
 // that reaches the cluster, itself or through a helper of the package's
 // tests, starts it (useCluster, or a helper that calls it, newNamespace
-// among them). One that did not would work in a whole-package run, after
-// another test started the cluster, and fail with a nil client when run
-// alone.
+// among them) before it first reaches it; so does every helper that starts
+// it. One that did not would work in a whole-package run, after another
+// test started the cluster, and fail with a nil client when run alone.
 func TestClusterTestsStartTheCluster(t *testing.T) {
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
@@ -41,55 +41,39 @@ func TestClusterTestsStartTheCluster(t *testing.T) {
 			}
 		}
 	}
-	reaches := closure(funcs, func(name string) bool { return slices.Contains(clusterGlobals, name) })
+	isGlobal := func(name string) bool { return slices.Contains(clusterGlobals, name) }
+	reaches := closure(funcs, isGlobal)
 	starts := closure(funcs, func(name string) bool { return name == "useCluster" })
-	var missing []string
+	var late []string
 	for name, fn := range funcs {
-		if (strings.HasPrefix(name, "Test") || strings.HasPrefix(name, "Benchmark")) && reaches[name] && !starts[name] {
-			missing = append(missing, fset.Position(fn.Pos()).String()+": "+name)
+		entry := strings.HasPrefix(name, "Test") || strings.HasPrefix(name, "Benchmark")
+		if !(entry && reaches[name]) && !starts[name] {
+			continue
+		}
+		local := localNames(fn)
+		for _, stmt := range fn.Body.List {
+			names := packageNames(stmt, local)
+			if slices.ContainsFunc(names, func(n string) bool { return n == "useCluster" || starts[n] }) {
+				break
+			}
+			if i := slices.IndexFunc(names, func(n string) bool { return isGlobal(n) || reaches[n] }); i >= 0 {
+				late = append(late, fset.Position(stmt.Pos()).String()+": "+name+" reaches the cluster ("+names[i]+") before it starts it")
+				break
+			}
 		}
 	}
-	slices.Sort(missing)
-	if len(missing) > 0 {
-		t.Errorf("these reach the cluster but never start it; call useCluster(t) first:\n%s", strings.Join(missing, "\n"))
+	slices.Sort(late)
+	if len(late) > 0 {
+		t.Errorf("call useCluster first in these:\n%s", strings.Join(late, "\n"))
 	}
 }
 
 // closure returns the functions of funcs whose bodies name an identifier
-// that base holds for, or call (by name) a function that does. Names the
-// function declares itself (its variables, closures among them) are its
-// own, not the package's.
+// that base holds for, or call (by name) a function that does.
 func closure(funcs map[string]*ast.FuncDecl, base func(string) bool) map[string]bool {
 	names := map[string][]string{}
 	for name, fn := range funcs {
-		local := map[string]bool{}
-		ast.Inspect(fn, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.AssignStmt:
-				if n.Tok == token.DEFINE {
-					for _, l := range n.Lhs {
-						if id, ok := l.(*ast.Ident); ok {
-							local[id.Name] = true
-						}
-					}
-				}
-			case *ast.ValueSpec:
-				for _, id := range n.Names {
-					local[id.Name] = true
-				}
-			case *ast.Field:
-				for _, id := range n.Names {
-					local[id.Name] = true
-				}
-			}
-			return true
-		})
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok && !local[id.Name] {
-				names[name] = append(names[name], id.Name)
-			}
-			return true
-		})
+		names[name] = packageNames(fn.Body, localNames(fn))
 	}
 	in := map[string]bool{}
 	for changed := true; changed; {
@@ -98,13 +82,50 @@ func closure(funcs map[string]*ast.FuncDecl, base func(string) bool) map[string]
 			if in[name] {
 				continue
 			}
-			for _, id := range names[name] {
-				if base(id) || (in[id] && id != name) {
-					in[name], changed = true, true
-					break
-				}
+			if slices.ContainsFunc(names[name], func(id string) bool { return base(id) || (in[id] && id != name) }) {
+				in[name], changed = true, true
 			}
 		}
 	}
 	return in
+}
+
+// localNames are the names fn declares itself (its parameters, variables
+// and closures), which are its own, not the package's.
+func localNames(fn *ast.FuncDecl) map[string]bool {
+	local := map[string]bool{}
+	ast.Inspect(fn, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			if n.Tok == token.DEFINE {
+				for _, l := range n.Lhs {
+					if id, ok := l.(*ast.Ident); ok {
+						local[id.Name] = true
+					}
+				}
+			}
+		case *ast.ValueSpec:
+			for _, id := range n.Names {
+				local[id.Name] = true
+			}
+		case *ast.Field:
+			for _, id := range n.Names {
+				local[id.Name] = true
+			}
+		}
+		return true
+	})
+	return local
+}
+
+// packageNames are the identifiers under node, in order, but the local ones.
+func packageNames(node ast.Node, local map[string]bool) []string {
+	var names []string
+	ast.Inspect(node, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && !local[id.Name] {
+			names = append(names, id.Name)
+		}
+		return true
+	})
+	return names
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,138 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/internal/fleet"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 )
-
-// remoteClusters are two more control planes standing in for workload
-// clusters, started once for the Sync tests that need them.
-var remoteClusters remotes
-
-// remotes are the eu and us clusters with their kubeconfigs and clients.
-type remotes struct {
-	once   sync.Once
-	err    error
-	eu, us *cluster.Cluster
-	euKC   []byte
-	usKC   []byte
-	euC    client.Client
-	usC    client.Client
-}
-
-// startRemoteClusters starts the eu and us clusters on first use.
-func startRemoteClusters(t testing.TB) {
-	t.Helper()
-	rc := &remoteClusters
-	rc.once.Do(func() {
-		start := func() (*cluster.Cluster, []byte, client.Client, error) {
-			c, err := cluster.Start()
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			kc, err := c.KubeConfig()
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			cl, err := client.New(c.Config, client.Options{Scheme: k8s.Scheme()})
-			return c, kc, cl, err
-		}
-		if rc.eu, rc.euKC, rc.euC, rc.err = start(); rc.err != nil {
-			return
-		}
-		rc.us, rc.usKC, rc.usC, rc.err = start()
-	})
-	if rc.err != nil {
-		t.Fatalf("starting remote clusters: %v", rc.err)
-	}
-}
-
-// stopRemoteClusters stops what startRemoteClusters started.
-func stopRemoteClusters() {
-	for _, c := range []*cluster.Cluster{remoteClusters.eu, remoteClusters.us} {
-		if c != nil {
-			_ = c.Stop()
-		}
-	}
-}
-
-// configMap returns the YAML of a ConfigMap in namespace ns.
-func configMap(ns, name, value string) string {
-	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  value: %q\n", name, ns, value)
-}
-
-// deployment returns the YAML of a Deployment running image.
-func deployment(ns, name, image string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[2]s
-  namespace: %[1]s
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: %[2]s}
-  template:
-    metadata:
-      labels: {app: %[2]s}
-    spec:
-      containers:
-      - name: app
-        image: %[3]s
-`, ns, name, image)
-}
-
-// newSync creates a Sync of path in the repository at url.
-func newSync(t testing.TB, ns, url, path string, mutate ...func(*uprevv1.Sync)) *uprevv1.Sync {
-	t.Helper()
-	s := &uprevv1.Sync{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
-		Spec: uprevv1.SyncSpec{
-			Interval: metav1.Duration{Duration: time.Hour},
-			Git:      uprevv1.GitSource{URL: url, Ref: uprevv1.GitRef{Branch: "main"}},
-			Path:     path,
-			Targets:  []uprevv1.Target{{Name: "local"}},
-			Prune:    true,
-		},
-	}
-	for _, m := range mutate {
-		m(s)
-	}
-	if err := k8s.Create(context.Background(), s); err != nil {
-		t.Fatalf("creating Sync: %v", err)
-	}
-	return s
-}
-
-// getSync reads a Sync, with its targets' records attached to its status
-// (fleet.AttachTargets) as readers see them.
-func getSync(g Gomega, s *uprevv1.Sync) {
-	ctx := context.Background()
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
-	syncs := []uprevv1.Sync{*s}
-	g.Expect(fleet.AttachTargets(ctx, k8s, syncs)).To(Succeed())
-	*s = syncs[0]
-}
-
-// appliedRevision waits until every target of the Sync applied a revision
-// ending in commit, and returns the Sync.
-func waitApplied(t *testing.T, s *uprevv1.Sync, commit string, targets ...string) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		getSync(g, s)
-		for _, name := range targets {
-			var found bool
-			for _, ts := range s.Status.Targets {
-				if ts.Name == name {
-					found = true
-					g.Expect(ts.LastAppliedRevision).To(Equal("main@sha1:"+commit), "target %s: %s", name, ts.Message)
-				}
-			}
-			g.Expect(found).To(BeTrue(), "target %s has no status", name)
-		}
-	}).WithTimeout(time.Minute).Should(Succeed())
-}
 
 func TestSyncAppliesCRDsAndCustomResourcesThenPrunes(t *testing.T) {
 	g := NewWithT(t)
@@ -203,23 +73,6 @@ spec:
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "extra left the revision and is pruned")
 	g.Expect(s.Status.Targets[0].Inventory).To(HaveLen(3))
 	expectEvent(t, ns, s.Name, "Applied", "deleted "+ns+"_extra__ConfigMap")
-}
-
-// expectEvent waits for an event on the named object with the reason and a
-// note containing text.
-func expectEvent(t *testing.T, ns, name, reason, text string) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		var events eventsList
-		g.Expect(k8s.List(context.Background(), &events, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range events.Items {
-			if e.Regarding.Name == name && e.Reason == reason {
-				notes = append(notes, e.Note)
-			}
-		}
-		g.Expect(notes).To(ContainElement(ContainSubstring(text)))
-	}).Should(Succeed())
 }
 
 func TestSyncCorrectsDrift(t *testing.T) {
@@ -292,54 +145,6 @@ func TestSyncRevertRollsBack(t *testing.T) {
 	requestReconcile(t, s)
 	waitApplied(t, s, revert, "local")
 	g.Expect(image()).To(Equal("ghcr.io/acme/web:1.0.0"))
-}
-
-// kubeConfigSecret creates the Secret of a remote target.
-func kubeConfigSecret(t testing.TB, ns, name string, kubeconfig []byte) {
-	t.Helper()
-	err := k8s.Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Data:       map[string][]byte{kubeConfigKey: kubeconfig},
-	})
-	if err != nil {
-		t.Fatalf("creating kubeconfig secret: %v", err)
-	}
-}
-
-// ensureNamespace creates namespace ns in a remote cluster.
-func ensureNamespace(t testing.TB, c client.Client, ns string) {
-	t.Helper()
-	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating namespace %s: %v", ns, err)
-	}
-}
-
-// twoRemoteTargets makes a namespace here and in the eu and us clusters,
-// with the kubeconfig Secrets eu-1 and us-1.
-func twoRemoteTargets(t *testing.T) (string, *remotes) {
-	t.Helper()
-	startRemoteClusters(t)
-	ns := newNamespace(t)
-	rc := &remoteClusters
-	ensureNamespace(t, rc.euC, ns)
-	ensureNamespace(t, rc.usC, ns)
-	kubeConfigSecret(t, ns, "eu-1", rc.euKC)
-	kubeConfigSecret(t, ns, "us-1", rc.usKC)
-	return ns, rc
-}
-
-// inWaves targets eu-1 then us-1, waiting up to timeout for health.
-func inWaves(timeout time.Duration) func(*uprevv1.Sync) {
-	return func(s *uprevv1.Sync) {
-		s.Spec.Targets = []uprevv1.Target{
-			{Name: "eu-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("eu-1")}},
-			{Name: "us-1", KubeConfig: &uprevv1.KubeConfigReference{SecretRef: metaRef("us-1")}},
-		}
-		s.Spec.Rollout = &uprevv1.Rollout{Waves: [][]string{{"eu-1"}, {"us-1"}}}
-		s.Spec.Wait = true
-		s.Spec.Timeout = &metav1.Duration{Duration: timeout}
-	}
 }
 
 func TestSyncWavesWaitForHealthyEarlierWave(t *testing.T) {
