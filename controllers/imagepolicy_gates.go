@@ -48,9 +48,14 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 		count = len(tags)
 		sel, err = r.selectGated(ctx, pol, repo, tags, gates)
 	}
+	var reasoned *transientError
 	switch {
 	case errors.Is(err, policy.ErrInvalidPolicy):
 		return gate.Selection{}, stalled(invalidPolicyReason, err)
+	case errors.As(err, &reasoned):
+		// A gate's check says why (VerificationFailed, ReleaseGated...): kept.
+		return gate.Selection{}, &transientError{reason: reasoned.reason, retryAfter: reasoned.retryAfter, putOff: reasoned.putOff,
+			err: fmt.Errorf("selecting from %d tags of %s: %w", count, repo.Spec.Image, err)}
 	case err != nil:
 		return gate.Selection{}, transient(noMatchReason, fmt.Errorf("selecting from %d tags of %s: %w", count, repo.Spec.Image, err))
 	}

@@ -124,15 +124,16 @@ func (k *Key) SignBundleAttachedTo(t testing.TB, reg *registry.Registry, repo, s
 
 // Attest attests predicate, of predicateType, about repo@digest with k,
 // as `cosign attest --key` does in the cosign 3 layout: a Sigstore bundle
-// of a DSSE envelope, pushed as a referrer of the image.
-func (k *Key) Attest(t testing.TB, reg *registry.Registry, repo, digest, predicateType string, predicate []byte) {
+// of a DSSE envelope, pushed as a referrer of the image. It returns the
+// referrer's digest.
+func (k *Key) Attest(t testing.TB, reg *registry.Registry, repo, digest, predicateType string, predicate []byte) string {
 	t.Helper()
-	k.pushStatement(t, reg, repo, digest, attestation(reg.Image(repo), digest, predicateType, predicate))
+	return k.pushStatement(t, reg, repo, digest, attestation(reg.Image(repo), digest, predicateType, predicate))
 }
 
 // pushStatement signs the in-toto statement body with k and pushes its
 // bundle as a referrer of repo@attachedTo.
-func (k *Key) pushStatement(t testing.TB, reg *registry.Registry, repo, attachedTo string, body []byte) {
+func (k *Key) pushStatement(t testing.TB, reg *registry.Registry, repo, attachedTo string, body []byte) string {
 	t.Helper()
 	const payloadType = "application/vnd.in-toto+json"
 	sig := k.sign(t, dsse.PAE(payloadType, body))
@@ -151,7 +152,7 @@ func (k *Key) pushStatement(t testing.TB, reg *registry.Registry, repo, attached
 			Signatures: []*protodsse.Signature{{Sig: sig}},
 		}},
 	}
-	pushBundle(t, reg, repo, attachedTo, pb)
+	return pushBundle(t, reg, repo, attachedTo, pb)
 }
 
 // Sigstore is a private Sigstore made for one test.
@@ -308,7 +309,7 @@ func (s *Sigstore) pushStatement(t testing.TB, reg *registry.Registry, repo, dig
 			Signatures: []*protodsse.Signature{{Sig: sig}},
 		}},
 	}
-	pushBundle(t, reg, repo, digest, pb)
+	_ = pushBundle(t, reg, repo, digest, pb)
 }
 
 // logEntry is entry as a bundle holds it: with its kind and version and
@@ -348,13 +349,13 @@ func pushTagSignature(t testing.TB, reg *registry.Registry, repo, digest string,
 // pushBundle pushes pb as a referrer of repo@digest. The in-process
 // registry reports a referrer's artifactType from its config media type,
 // so the bundle type is set there.
-func pushBundle(t testing.TB, reg *registry.Registry, repo, digest string, pb *protobundle.Bundle) {
+func pushBundle(t testing.TB, reg *registry.Registry, repo, digest string, pb *protobundle.Bundle) string {
 	t.Helper()
 	data, err := protojson.Marshal(pb)
 	if err != nil {
 		t.Fatalf("encoding a bundle: %v", err)
 	}
-	pushBundleData(t, reg, repo, digest, data)
+	return pushBundleData(t, reg, repo, digest, data)
 }
 
 // PushLargeBundle pushes size bytes of junk as a Sigstore bundle referrer
@@ -362,11 +363,11 @@ func pushBundle(t testing.TB, reg *registry.Registry, repo, digest string, pb *p
 // would.
 func PushLargeBundle(t testing.TB, reg *registry.Registry, repo, digest string, size int) {
 	t.Helper()
-	pushBundleData(t, reg, repo, digest, bytes.Repeat([]byte("x"), size))
+	_ = pushBundleData(t, reg, repo, digest, bytes.Repeat([]byte("x"), size))
 }
 
 // pushBundleData pushes data as a bundle referrer of repo@digest.
-func pushBundleData(t testing.TB, reg *registry.Registry, repo, digest string, data []byte) {
+func pushBundleData(t testing.TB, reg *registry.Registry, repo, digest string, data []byte) string {
 	t.Helper()
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, signature.BundleArtifactType)
@@ -378,5 +379,5 @@ func pushBundleData(t testing.TB, reg *registry.Registry, repo, digest string, d
 	if err != nil {
 		t.Fatalf("reading the image a bundle signs: %v", err)
 	}
-	reg.PushReferrer(t, repo, mutate.Subject(img, subject.Descriptor).(v1.Image))
+	return reg.PushReferrer(t, repo, mutate.Subject(img, subject.Descriptor).(v1.Image))
 }
