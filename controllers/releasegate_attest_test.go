@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -125,4 +127,18 @@ func TestAttestationsNeedVerify(t *testing.T) {
 	}
 	err := k8s.Create(context.Background(), rg)
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("spec.attestations needs spec.verify")))
+}
+
+// TestSupplyChainExampleIsAdmitted creates the ReleaseGate of
+// examples/supply-chain on the apiserver, whose validation (CEL: verify
+// beside attestations, maxSeverity's values) it passes.
+func TestSupplyChainExampleIsAdmitted(t *testing.T) {
+	g := NewWithT(t)
+	data, err := os.ReadFile("../examples/supply-chain/releasegate.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	var rg uprevv1.ReleaseGate
+	g.Expect(yaml.UnmarshalStrict(data, &rg)).To(Succeed())
+	g.Expect(rg.Spec.Attestations).NotTo(BeNil())
+	rg.Namespace = newNamespace(t)
+	g.Expect(k8s.Create(context.Background(), &rg)).To(Succeed())
 }
