@@ -71,9 +71,11 @@ func TestAttestationOf100MB(t *testing.T) {
 // TestAttestationsPastTheBounds fills the referrers with a bundle larger
 // than MaxSignatureBytes: it is skipped unread, and the attestation after
 // it counts. Past MaxSignatures bundles, the rest are not read: a
-// registry listing 10,000 attestations of one digest among its referrers,
-// and holding 10,000 at its .att tag, the SBOM last, has the digest
-// judged on the first 16 of each, within seconds.
+// registry listing 10,000 attestations of one digest among its referrers
+// has it judged on the first 16, and a .att manifest of 10,000 layers (3
+// MB, over MaxSignatureBytes) is not read past its manifest: the SBOM
+// last in each does not count, and the check takes a fraction of a
+// second (1.5 s when each of 16 layers parsed the manifest again).
 func TestAttestationsPastTheBounds(t *testing.T) {
 	g := NewWithT(t)
 	e := newEnv(t)
@@ -108,18 +110,15 @@ func TestAttestationsPastTheBounds(t *testing.T) {
 	e.reg.ResetCounts()
 	start := time.Now()
 	v, err = signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
-	// Within the client's deadline (10 s); each layer read parses the .att
-	// manifest again (go-containerregistry): 1.5 s for 16 layers of a
-	// manifest of 10,000 on a loaded 2-core machine.
-	g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second))
+	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Passed).To(BeFalse())
 	g.Expect(v.Reason).To(ContainSubstring("no SPDX or CycloneDX attestation"))
 	c := e.reg.Counts()
 	g.Expect(c.Referrers).To(Equal(1))
-	// 16 bundles, and the .att tag.
+	// 16 bundles, and the .att tag; the bundles' blobs only.
 	g.Expect(c.ManifestGet).To(BeNumerically("<=", signature.MaxSignatures+1))
-	g.Expect(c.BlobGet).To(BeNumerically("<=", 2*signature.MaxSignatures))
+	g.Expect(c.BlobGet).To(BeNumerically("<=", signature.MaxSignatures))
 }
 
 // TestAttestationsOfASlowStore reads attestations from a registry that

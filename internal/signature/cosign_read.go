@@ -62,11 +62,21 @@ func tagSignatures(ctx context.Context, reg Registry, image string, digest v1.Ha
 // tagLayers reads the manifest at tag of image (cosign 2's layouts) and
 // gives each of its first MaxSignatures layers that keep accepts, with its
 // content, to entity; it returns the entities entity made. A tag that does
-// not exist holds none.
+// not exist holds none, and so does a manifest over MaxSignatureBytes.
 func tagLayers(ctx context.Context, reg Registry, image, tag string, keep func(v1.Descriptor) bool,
 	entity func(i int, layer v1.Descriptor, data []byte) (signedEntity, bool)) ([]signedEntity, error) {
 	var out []signedEntity
 	err := reg.ReadTagged(ctx, image, tag, func(img v1.Image) error {
+		raw, err := img.RawManifest()
+		if err != nil {
+			return err
+		}
+		if len(raw) > MaxSignatureBytes {
+			// Thousands of layers: go-containerregistry parses the
+			// manifest again for each layer read, so none is read, as a
+			// payload over the bound is not.
+			return nil
+		}
 		manifest, err := img.Manifest()
 		if err != nil {
 			return err
