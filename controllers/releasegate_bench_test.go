@@ -31,6 +31,7 @@ import (
 // attestation read).
 func BenchmarkSelectOver1000CachedVerdicts(b *testing.B) {
 	const n = 1000
+	useCluster(b)
 	ctx := context.Background()
 	reg := testregistry.Start(b)
 	key := signing.NewKey(b)
