@@ -14,34 +14,20 @@
 package registry
 
 import (
-	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Option configures a Registry started by Start.
@@ -392,231 +378,8 @@ func (r *Registry) count(req *http.Request) {
 	}
 }
 
-// tagListRepo returns the repository of a GET /v2/<name>/tags/list request.
-func tagListRepo(req *http.Request) (string, bool) {
-	if req.Method != http.MethodGet {
-		return "", false
-	}
-	rest, ok := strings.CutPrefix(req.URL.Path, "/v2/")
-	if !ok {
-		return "", false
-	}
-	repo, ok := strings.CutSuffix(rest, "/tags/list")
-	return repo, ok && repo != ""
-}
-
-// serveTags serves one page of a tag list. go-containerregistry's registry
-// understands n and last but sends no Link header (and returns every tag
-// when last is past the end), so paging is done here, on its full list.
-func (r *Registry) serveTags(w http.ResponseWriter, req *http.Request, repo string) {
-	tags, ok := r.allTags(req, repo)
-	if !ok {
-		writeError(w, http.StatusNotFound, "NAME_UNKNOWN", "Unknown name")
-		return
-	}
-	q := req.URL.Query()
-	if last := q.Get("last"); last != "" {
-		tags = tags[sort.SearchStrings(tags, last):]
-		if len(tags) > 0 && tags[0] == last {
-			tags = tags[1:]
-		}
-	}
-	n := r.opts.pageSize
-	if s := q.Get("n"); s != "" {
-		asked, err := strconv.Atoi(s)
-		if err != nil || asked < 0 {
-			writeError(w, http.StatusBadRequest, "PAGINATION_NUMBER_INVALID", "invalid n")
-			return
-		}
-		if n == 0 || asked < n {
-			n = asked
-		}
-	}
-	if n > 0 && len(tags) > n {
-		tags = tags[:n]
-		next := url.Values{"n": {strconv.Itoa(n)}, "last": {tags[n-1]}}
-		w.Header().Set("Link", fmt.Sprintf(`</v2/%s/tags/list?%s>; rel="next"`, repo, next.Encode()))
-	}
-	body, err := json.Marshal(struct {
-		Name string   `json:"name"`
-		Tags []string `json:"tags"`
-	}{Name: repo, Tags: tags})
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "UNKNOWN", err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	_, _ = w.Write(body)
-}
-
-// allTags returns the sorted tags of repo, asking the underlying registry
-// for its full list when the cache does not have it.
-func (r *Registry) allTags(req *http.Request, repo string) ([]string, bool) {
-	r.mu.Lock()
-	tags, ok := r.sortedTags[repo]
-	r.mu.Unlock()
-	if ok {
-		return tags, true
-	}
-	full := httptest.NewRequestWithContext(req.Context(), http.MethodGet, "/v2/"+repo+"/tags/list", nil)
-	rec := httptest.NewRecorder()
-	r.store.ServeHTTP(rec, full)
-	if rec.Code != http.StatusOK {
-		return nil, false
-	}
-	var list struct {
-		Tags []string `json:"tags"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
-		return nil, false
-	}
-	r.mu.Lock()
-	r.sortedTags[repo] = list.Tags
-	r.mu.Unlock()
-	return list.Tags, true
-}
-
-func (r *Registry) forgetTags() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clear(r.sortedTags)
-}
-
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = fmt.Fprintf(w, `{"errors":[{"code":%q,"message":%q}]}`, code, message)
-}
-
-// PushImage pushes a small random image as repo:tag and returns its digest.
-// Every call pushes a different image, so digests differ between calls.
-func (r *Registry) PushImage(t testing.TB, repo, tag string) string {
-	t.Helper()
-	img, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatalf("making a random image: %v", err)
-	}
-	ref, err := name.NewTag(r.Image(repo)+":"+tag, name.Insecure)
-	if err != nil {
-		t.Fatalf("parsing image name: %v", err)
-	}
-	if err := remote.Write(ref, img, remote.WithTransport(handlerTransport{r})); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		t.Fatalf("computing the digest of %s: %v", ref, err)
-	}
-	return digest.String()
-}
-
-// PushTags pushes one small random image and tags it with every tag in tags.
-// It writes the manifest once and then only tags it, so tens of thousands
-// of tags take well under a second.
-func (r *Registry) PushTags(t testing.TB, repo string, tags ...string) {
-	t.Helper()
-	if len(tags) == 0 {
-		return
-	}
-	r.PushImage(t, repo, tags[0])
-	get := httptest.NewRequest(http.MethodGet, "/v2/"+repo+"/manifests/"+tags[0], nil)
-	got := httptest.NewRecorder()
-	r.store.ServeHTTP(got, get)
-	if got.Code != http.StatusOK {
-		t.Fatalf("reading back %s:%s: status %d", repo, tags[0], got.Code)
-	}
-	manifest, mediaType := got.Body.Bytes(), got.Header().Get("Content-Type")
-	defer r.forgetTags()
-	for _, tag := range tags[1:] {
-		put := httptest.NewRequest(http.MethodPut, "/v2/"+repo+"/manifests/"+tag, bytes.NewReader(manifest))
-		put.Header.Set("Content-Type", mediaType)
-		rec := httptest.NewRecorder()
-		r.store.ServeHTTP(rec, put)
-		if rec.Code != http.StatusCreated {
-			t.Fatalf("tagging %s:%s: status %d: %s", repo, tag, rec.Code, rec.Body)
-		}
-	}
-}
-
-// testLog writes the server's own log lines (TLS handshake failures) to the
-// test log.
-type testLog struct{ t testing.TB }
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
-// handlerTransport serves requests with the registry's storage handler in
-// process, skipping the network, auth, throttling and counting.
-type handlerTransport struct{ r *Registry }
-
-func (h handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet && req.Method != http.MethodHead {
-		defer h.r.forgetTags()
-	}
-	served := req.Clone(req.Context())
-	if served.Body == nil {
-		// Handlers expect a body on every request, as a server gives them.
-		served.Body = http.NoBody
-	}
-	rec := httptest.NewRecorder()
-	h.r.store.ServeHTTP(rec, served)
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
-}
-
-// makeClientCertificate makes a client CA and a client certificate signed
-// by it, stores the certificate and key in r, and returns a pool holding
-// the CA for the server to verify clients with.
-func (r *Registry) makeClientCertificate() (*x509.CertPool, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating the client CA key: %w", err)
-	}
-	now := time.Now()
-	caTemplate := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "uprev test client CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("signing the client CA: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the client CA: %w", err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating the client key: %w", err)
-	}
-	template := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "uprev test client"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("signing the client certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the client key: %w", err)
-	}
-	r.ClientCertPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	r.ClientKeyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return pool, nil
 }
