@@ -92,7 +92,9 @@ func TestFetchDeniedAndBounded(t *testing.T) {
 	if _, err := denied.Releases(context.Background(), api, "https://github.example/acme/big", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), "the operator denies") {
 		t.Errorf("denied address: %v", err)
 	}
-	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), clk)
+	// A deadline long enough for 16 MiB under -race on a loaded machine:
+	// the bound, not the deadline, must end this read.
+	f := NewFetcher(outbound.Denylist{}.Client(time.Minute), clk)
 	if _, err := f.Releases(context.Background(), api, "https://github.example/acme/big", "1.0.0", "1.1.0"); err == nil || !strings.Contains(err.Error(), "larger than 16 MiB") {
 		t.Errorf("answer past the bound: %v", err)
 	}

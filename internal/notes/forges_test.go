@@ -46,7 +46,7 @@ func TestGiteaReleasesAndChangelog(t *testing.T) {
 	srv.CreateRepo(t, "bare", "main", nil)
 	api := API{Kind: Gitea, URL: srv.URL, Token: srv.Token}
 	web := strings.TrimSuffix(srv.URL, "/") + "/" + srv.Admin
-	f := NewFetcher(outbound.Denylist{}.Client(10*time.Second), nil)
+	f := NewFetcher(outbound.Denylist{}.Client(time.Minute), nil)
 	ctx := context.Background()
 
 	got, err := f.Releases(ctx, api, web+"/agent", "1.0.0", "1.3.0")
