@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 
 	iacv1 "github.com/fluxcd/image-automation-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,6 +91,22 @@ func readHeldAutomations(ctx context.Context, c client.Reader, q Query) ([]heldA
 		held = append(held, h)
 	}
 	return held, nil
+}
+
+// heldAutomation reads the automation name in the flags' namespace, with
+// a client of the flags' cluster: what reject and release-hold both start
+// from.
+func (f *clusterFlags) heldAutomation(ctx context.Context, errOut io.Writer, name string) (client.Client, string, heldAutomation, error) {
+	ns, err := f.namespace()
+	if err != nil {
+		return nil, "", heldAutomation{}, err
+	}
+	c, err := f.client(errOut)
+	if err != nil {
+		return nil, "", heldAutomation{}, err
+	}
+	held, err := lookupHeldAutomation(ctx, c, client.ObjectKey{Namespace: ns, Name: name})
+	return c, ns, held, err
 }
 
 // lookupHeldAutomation reads the UpdateAutomation key, else the

@@ -65,15 +65,7 @@ func newRejectCommand(opts Options) *cobra.Command {
 
 // run records the rejection of policy's version for automation name.
 func (o *rejectOptions) run(ctx context.Context, opts Options, name, policy, version string) error {
-	ns, err := o.cluster.namespace()
-	if err != nil {
-		return err
-	}
-	c, err := o.cluster.client(opts.ErrOut)
-	if err != nil {
-		return err
-	}
-	held, err := lookupHeldAutomation(ctx, c, client.ObjectKey{Namespace: ns, Name: name})
+	c, ns, held, err := o.cluster.heldAutomation(ctx, opts.ErrOut, name)
 	if err != nil {
 		return err
 	}

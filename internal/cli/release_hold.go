@@ -69,15 +69,7 @@ func newReleaseHoldCommand(opts Options) *cobra.Command {
 // run releases the holds of automation name on policy (all when empty),
 // of version only when it is set.
 func (o *releaseHoldOptions) run(ctx context.Context, opts Options, name, policy, version string) error {
-	ns, err := o.cluster.namespace()
-	if err != nil {
-		return err
-	}
-	c, err := o.cluster.client(opts.ErrOut)
-	if err != nil {
-		return err
-	}
-	held, err := lookupHeldAutomation(ctx, c, client.ObjectKey{Namespace: ns, Name: name})
+	c, ns, held, err := o.cluster.heldAutomation(ctx, opts.ErrOut, name)
 	if err != nil {
 		return err
 	}

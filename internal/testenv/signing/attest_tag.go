@@ -3,7 +3,6 @@ package signing
 import (
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"testing"
 	"time"
 
@@ -65,26 +64,15 @@ func (s *Sigstore) AttestTag(t testing.TB, reg *registry.Registry, repo, digest,
 	if err != nil {
 		t.Fatalf("attesting keyless: %v", err)
 	}
-	vc, err := e.VerificationContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := e.SignatureContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := e.TlogEntries()
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("the virtual Sigstore logged %d entries: %v", len(entries), err)
-	}
+	certificate, sc, rekorBundle := s.tagParts(t, e)
 	data, err := json.Marshal(sc.EnvelopeContent().RawEnvelope())
 	if err != nil {
 		t.Fatalf("encoding an envelope: %v", err)
 	}
 	pushTagLayer(t, reg, repo, signature.AttestationTag(digest), signature.DSSEMediaType, data, map[string]string{
 		signature.SignatureAnnotation:   "",
-		signature.CertificateAnnotation: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vc.Certificate().Raw})),
-		signature.RekorBundleAnnotation: s.rekorBundle(t, entries[0]),
+		signature.CertificateAnnotation: certificate,
+		signature.RekorBundleAnnotation: rekorBundle,
 		"predicateType":                 predicateType,
 	})
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"github.com/sigstore/sigstore-go/pkg/verify"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -210,11 +211,24 @@ func (s *Sigstore) SignTag(t testing.TB, reg *registry.Registry, repo, digest, s
 	if err != nil {
 		t.Fatalf("signing keyless: %v", err)
 	}
+	certificate, sc, rekorBundle := s.tagParts(t, e)
+	pushTagSignature(t, reg, repo, digest, payload, map[string]string{
+		signature.SignatureAnnotation:   base64.StdEncoding.EncodeToString(sc.MessageSignatureContent().Signature()),
+		signature.CertificateAnnotation: certificate,
+		signature.RekorBundleAnnotation: rekorBundle,
+	})
+}
+
+// tagParts are what cosign 2's tag layouts (.sig and .att) carry of a
+// keyless signature e: its certificate in PEM, its signature content, and
+// its Rekor entry as RekorBundleAnnotation holds it.
+func (s *Sigstore) tagParts(t testing.TB, e *ca.TestEntity) (certificate string, sc verify.SignatureContent, rekorBundle string) {
+	t.Helper()
 	vc, err := e.VerificationContent()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := e.SignatureContent()
+	sc, err = e.SignatureContent()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,11 +236,7 @@ func (s *Sigstore) SignTag(t testing.TB, reg *registry.Registry, repo, digest, s
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("the virtual Sigstore logged %d entries: %v", len(entries), err)
 	}
-	pushTagSignature(t, reg, repo, digest, payload, map[string]string{
-		signature.SignatureAnnotation:   base64.StdEncoding.EncodeToString(sc.MessageSignatureContent().Signature()),
-		signature.CertificateAnnotation: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vc.Certificate().Raw})),
-		signature.RekorBundleAnnotation: s.rekorBundle(t, entries[0]),
-	})
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vc.Certificate().Raw})), sc, s.rekorBundle(t, entries[0])
 }
 
 // rekorBundle is entry as cosign 2's RekorBundleAnnotation holds it.
