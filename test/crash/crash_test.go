@@ -82,7 +82,7 @@ func TestManagerSurvivesSIGKILL(t *testing.T) {
 		&uprevv1.UpdateAutomation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
 			Spec: uprevv1.UpdateAutomationSpec{
-				Interval: metav1.Duration{Duration: 10 * time.Second},
+				Interval: metav1.Duration{Duration: 30 * time.Second},
 				Git: uprevv1.GitSpec{
 					GitSource: uprevv1.GitSource{URL: url, Ref: uprevv1.GitRef{Branch: "main"}},
 					Commit:    uprevv1.CommitSpec{Author: uprevv1.CommitUser{Name: "uprev", Email: "uprev@example.com"}},
@@ -92,7 +92,7 @@ func TestManagerSurvivesSIGKILL(t *testing.T) {
 		&uprevv1.Sync{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
 			Spec: uprevv1.SyncSpec{
-				Interval: metav1.Duration{Duration: 10 * time.Second},
+				Interval: metav1.Duration{Duration: 30 * time.Second},
 				Git:      uprevv1.GitSource{URL: url, Ref: uprevv1.GitRef{Branch: "main"}},
 				Path:     "app",
 				Targets:  []uprevv1.Target{{Name: "local"}},
