@@ -356,7 +356,7 @@ spec:
 		g.Expect(getAuto(g).Annotations).To(HaveKey(uprevv1.HoldsAnnotation))
 		g.Expect(flux.mustRun(t, "get", "image", "update")).To(MatchRegexp(`flux-system\s+\S+\s+False\s+True\s+no change.*1 held`))
 		uprev := cli{bin: uprevBin, kubeconfig: c.KubeConfigPath, namespace: ns, uprev: true}
-		g.Expect(uprev.mustRun(t, "get", "holds")).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +flux-system/podinfo +5\.1\.0 +[0-9a-f]{10} +False$`))
+		g.Expect(uprev.mustRun(t, "get", "holds")).To(MatchRegexp(`(?m)^flux-system +ImageUpdateAutomation +flux-system/podinfo +5\.1\.0 +[0-9a-f]{10} +False +\(reverted\)$`))
 
 		g.Expect(uprev.mustRun(t, "release-hold", "flux-system")).To(ContainSubstring("imageupdateautomation.image.toolkit.fluxcd.io/flux-system released flux-system/podinfo 5.1.0\n"))
 		g.Eventually(func(g Gomega) {
