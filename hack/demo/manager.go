@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/uprev-dev/uprev/internal/outbound"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -85,8 +87,9 @@ func (d *demo) startManager(ctx context.Context) error {
 	if err := d.state.write(d.o.stateDir); err != nil {
 		return err
 	}
+	health := outbound.Installed().Client(5 * time.Second)
 	return d.waitFor(ctx, "the manager to be ready", time.Minute, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + healthAddr + "/readyz")
+		resp, err := health.Get("http://" + healthAddr + "/readyz")
 		if err != nil {
 			return false, nil
 		}

@@ -10,5 +10,5 @@
 // a denied one when it is used (DNS rebinding) is still refused.
 //
 // Nothing else in the manager builds an HTTP client or a dialer for such a
-// call; the forbidigo rule of .golangci.yml fails any that does.
+// call; TestOneWayOut (oneway_test.go) fails any that does.
 package outbound

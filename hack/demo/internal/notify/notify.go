@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/webhook"
 )
 
@@ -29,6 +30,10 @@ type Endpoint struct {
 
 // timeout bounds one notification.
 const timeout = 10 * time.Second
+
+// httpClient sends the notifications through the outbound layer, as every
+// call of the manager is sent.
+var httpClient = outbound.Installed().Client(timeout)
 
 // RegistryPush tells the manager that host/repository:tag was pushed, as a
 // CNCF distribution registry's notification does.
@@ -62,8 +67,6 @@ func (e Endpoint) GitPush(ctx context.Context, cloneURL, branch string) error {
 
 // post sends body to the receiver of kind, with headers.
 func (e Endpoint) post(ctx context.Context, kind string, body []byte, headers map[string]string) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	url := fmt.Sprintf("%s/hooks/%s/%s", e.URL, kind, e.Namespace)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -73,7 +76,7 @@ func (e Endpoint) post(ctx context.Context, kind string, body []byte, headers ma
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("notifying %s: %w", url, err)
 	}
