@@ -16,7 +16,6 @@ import (
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/forge"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
-	"github.com/uprev-dev/uprev/internal/guard"
 )
 
 // pullRequestOpenedReason is the reason of the event that announces a new
@@ -259,88 +258,6 @@ func (r *UpdateAutomationReconciler) forgeToken(ctx context.Context, run *automa
 		}
 	}
 	return "", transient(uprevv1.InvalidSpecReason, fmt.Errorf("%s %s has no %s (nor %s)", field, ref.Name, strings.Join(keys, " or "), githubapp.KeyAppID))
-}
-
-// pullRequestDescription is the title and body of the pull request for
-// the pushed commit head: the commit's subject; the run's changes, file by
-// file, when this run pushed it; the policy moves of all the automation's
-// commits on the push branch that the base branch does not have, as their
-// trailers state them; the holds and refused downgrades of the run.
-func pullRequestDescription(run *automationRun, head string) (string, forge.Description, error) {
-	auto := run.auto
-	desc := forge.Description{Automation: run.front.kind + " " + auto.Namespace + "/" + auto.Name, Head: head}
-	history := run.session.History(gitrepo.HistoryOptions{})
-	message, found, err := history.Message(head)
-	if err != nil {
-		return "", desc, fmt.Errorf("reading the pushed commit: %w", err)
-	}
-	title, _, _ := strings.Cut(strings.TrimSpace(message), "\n")
-	if !found || title == "" {
-		title = "Update images (uprev " + desc.Automation + ")"
-	}
-	if head == run.commit {
-		for _, c := range run.result.Changes {
-			desc.Changes = append(desc.Changes, forge.Change{File: c.File, Policy: c.Policy.String(), Old: c.OldValue, New: c.NewValue})
-		}
-		desc.CRDs = run.crdLines
-	}
-	messages, err := pullRequestMessages(history, auto)
-	if err != nil {
-		return "", desc, err
-	}
-	if len(messages) == 0 && found {
-		messages = []string{message}
-	}
-	var moves []forge.Update
-	for i := len(messages) - 1; i >= 0; i-- {
-		trailers := guard.ParseUpdateTrailers(messages[i])
-		if len(trailers) > 0 {
-			desc.Commits++
-		}
-		for _, u := range trailers {
-			moves = append(moves, forge.Update{Policy: u.Policy, Old: u.Old, New: u.New})
-		}
-	}
-	desc.Updates = forge.FoldUpdates(moves)
-	if run.rules != nil {
-		for _, h := range run.rules.Held() {
-			desc.Held = append(desc.Held, forge.Held{Policy: h.Policy, Version: h.Version, RevertedIn: h.RevertedIn})
-		}
-	}
-	for _, d := range refusedDowngrades(auto.Status.RefusedDowngrades, run) {
-		desc.RefusedDowngrades = append(desc.RefusedDowngrades, forge.RefusedDowngrade{Policy: d.Policy, File: d.File, Current: d.Current, Selected: d.Selected})
-	}
-	return title, desc, nil
-}
-
-// pullRequestMessages are the messages of the push branch's commits that
-// the base branch does not have, newest first: the pull request's commits.
-// The base is read as fetched; a base branch the run does not fetch
-// counts as the checkout branch.
-func pullRequestMessages(history *gitrepo.History, auto *uprevv1.UpdateAutomation) ([]string, error) {
-	inBase := map[string]bool{}
-	mark := func(sha, _ string) bool {
-		inBase[sha] = true
-		return true
-	}
-	found, err := history.Walk(pullRequestBase(auto), mark)
-	if err == nil && !found {
-		_, err = history.Walk(auto.Spec.Git.Ref.Branch, mark)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the base branch: %w", err)
-	}
-	var messages []string
-	_, err = history.Walk(auto.PushBranch(), func(sha, message string) bool {
-		if !inBase[sha] {
-			messages = append(messages, message)
-		}
-		return true
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the push branch: %w", err)
-	}
-	return messages, nil
 }
 
 // pullRequestStatus is status.pullRequest after a run: the pull request a

@@ -29,7 +29,8 @@ type Description struct {
 	Notes string
 	// CRDs are the CRD bundle lines of the commit message.
 	CRDs []string
-	// Held are the versions not written because a person reverted them.
+	// Held are the versions not written because a person reverted or
+	// rejected them.
 	Held []Held
 	// RefusedDowngrades are changes not made because they would lower a
 	// version.
@@ -61,8 +62,15 @@ type Held struct {
 	Policy string
 	// Version is the held version.
 	Version string
-	// RevertedIn is the revert commit.
+	// RevertedIn is the revert commit, or the commit that records the
+	// rejection.
 	RevertedIn string
+	// RejectedBy is who made the rejection's commit, as inline Markdown
+	// made inert by the caller; empty for a revert.
+	RejectedBy string
+	// Reason is the rejection's reason, as inline Markdown made inert by
+	// the caller; empty for a revert.
+	Reason string
 }
 
 // RefusedDowngrade is a change refused because it would lower a version.
@@ -122,9 +130,9 @@ func Body(d Description) string {
 	}
 	if len(d.Held) > 0 {
 		section("Held versions")
-		b.WriteString("Not written because a person reverted them; a newer version, or the annotation `uprev.dev/release-holds`, releases a hold.\n\n")
+		b.WriteString("Not written because a person reverted or rejected them; `uprev release-hold`, or the annotation `uprev.dev/release-holds`, lifts a hold.\n\n")
 		for _, h := range d.Held {
-			fmt.Fprintf(&b, "- %s `%s`, reverted in %s\n", h.Policy, h.Version, short(h.RevertedIn))
+			writeHeld(&b, h)
 		}
 	}
 	if len(d.RefusedDowngrades) > 0 {
@@ -149,6 +157,16 @@ func writeChanges(b *strings.Builder, changes []Change) {
 	for _, c := range changes {
 		fmt.Fprintf(b, "- `%s` (%s): `%s` --> `%s`\n", c.File, c.Policy, orEmpty(c.Old), orEmpty(c.New))
 	}
+}
+
+// writeHeld writes the line of a held version: the revert, or who
+// rejected it, in which commit, and why.
+func writeHeld(b *strings.Builder, h Held) {
+	if h.Reason == "" {
+		fmt.Fprintf(b, "- %s `%s`, reverted in %s\n", h.Policy, h.Version, short(h.RevertedIn))
+		return
+	}
+	fmt.Fprintf(b, "- %s `%s`, rejected by %s in %s, reason: %s\n", h.Policy, h.Version, h.RejectedBy, short(h.RevertedIn), h.Reason)
 }
 
 func writeUpdates(b *strings.Builder, updates []Update) {

@@ -53,14 +53,16 @@ func TestBody(t *testing.T) {
 	}, {
 		name: "CRDs, holds and refused downgrades",
 		in: Description{
-			CRDs:              []string{"crds: agents.example.com 1.0.0 --> 1.1.0"},
-			Held:              []Held{{Policy: "fleet/agent", Version: "1.2.0", RevertedIn: "abcdef0123456789"}},
+			CRDs: []string{"crds: agents.example.com 1.0.0 --> 1.1.0"},
+			Held: []Held{{Policy: "fleet/agent", Version: "1.2.0", RevertedIn: "abcdef0123456789"},
+				{Policy: "fleet/ctl", Version: "2.1.0", RevertedIn: "0123456789abcdef", RejectedBy: "`Alice`", Reason: "`crashes on arm64`"}},
 			RefusedDowngrades: []RefusedDowngrade{{Policy: "fleet/ctl", File: "apps/ctl.yaml", Current: "2.0.0", Selected: "1.9.0"}},
 		},
 		want: []string{
 			"### CRDs\n\n- crds: agents.example.com 1.0.0 --> 1.1.0\n",
 			"### Held versions\n",
 			"- fleet/agent `1.2.0`, reverted in abcdef0123\n",
+			"- fleet/ctl `2.1.0`, rejected by `Alice` in 0123456789, reason: `crashes on arm64`\n",
 			"### Refused downgrades\n",
 			"- `apps/ctl.yaml` (fleet/ctl): stays at `2.0.0`, the policy selects `1.9.0`\n",
 		},

@@ -142,3 +142,17 @@ func (h *History) Message(sha string) (message string, found bool, err error) {
 	}
 	return c.Message, true, nil
 }
+
+// Author returns the author's name of the commit sha; found is false when
+// the repository does not have it. Whoever made the commit wrote it: it
+// is untrusted text for whatever shows it.
+func (h *History) Author(sha string) (name string, found bool, err error) {
+	c, err := h.repo.CommitObject(plumbing.NewHash(sha))
+	switch {
+	case errors.Is(err, plumbing.ErrObjectNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("reading commit %s: %w", sha, err)
+	}
+	return c.Author.Name, true, nil
+}
