@@ -23,9 +23,13 @@ rejection is reviewed like any change, survives restarts and travels with the
 repository.
 
 The rejection is a commit with no change of files on the branch the checkout
-(--checkout, default the current directory) is on, made as the user its Git
-configuration names, whose trailers say what is rejected and why. Nothing is
-pushed: push the commit to the branch the automation reads (or its push
+(--checkout, default the current directory) is on, whose trailers say what is
+rejected and why. It is made with your own git ('git commit --allow-empty
+--only'), so your Git configuration applies as to any commit of yours: the
+user.name and user.email it names, signing (commit.gpgSign, user.signingKey,
+gpg.format openpgp, ssh or x509; --sign signs whatever commit.gpgSign says),
+and the repository's hooks. What git refuses (no identity, no key to sign
+with, a failing hook) fails the command with git's words. Nothing is pushed: push the commit to the branch the automation reads (or its push
 branch), or open a pull request with it. From then on the automation holds
 the version, as it holds a reverted one: 'uprev get holds' lists it with its
 reason, and 'uprev release-hold' lifts it (as does a revert of the commit).
@@ -39,6 +43,7 @@ type rejectOptions struct {
 	cluster  *clusterFlags
 	reason   string
 	checkout string
+	sign     bool
 }
 
 // newRejectCommand returns `uprev reject`.
@@ -58,6 +63,7 @@ func newRejectCommand(opts Options) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.reason, "reason", "", "Why the version is rejected (required): shown with the hold.")
 	cmd.Flags().StringVar(&o.checkout, "checkout", ".", "The checkout of the automation's repository to record the rejection in.")
+	cmd.Flags().BoolVarP(&o.sign, "sign", "S", false, "Sign the commit (git commit -S) even when the Git configuration does not ask for it (commit.gpgSign).")
 	o.cluster = newClusterFlags(cmd.Flags())
 	completeNamespaces(cmd, o.cluster)
 	return cmd
@@ -80,7 +86,7 @@ func (o *rejectOptions) run(ctx context.Context, opts Options, name, policy, ver
 	if err := o.keepHeld(ctx, c, held, guard.Hold{Policy: key, Version: version}); err != nil {
 		return err
 	}
-	sha, branch, err := gitrepo.CommitRecord(o.checkout, message, opts.Clock.Now())
+	sha, branch, err := gitrepo.CommitRecord(o.checkout, message, gitrepo.RecordOptions{Sign: o.sign, Now: opts.Clock.Now()})
 	if err != nil {
 		return fmt.Errorf("recording the rejection in %s: %w", o.checkout, err)
 	}

@@ -53,6 +53,9 @@ func newCheckout(t *testing.T) (string, *git.Repository) {
 // there is no ImagePolicy of the name; and it refuses what it cannot do.
 func TestReject(t *testing.T) {
 	g := NewWithT(t)
+	// Only the checkout's own configuration counts, not this machine's.
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	ns := newNamespace(t)
 	g.Expect(k8s.Create(t.Context(), newPolicy(ns, "agent", meta.NamespacedObjectReference{Name: "agent"}))).To(Succeed())
 	g.Expect(k8s.Create(t.Context(), &uprevv1.ReleaseSource{
