@@ -110,7 +110,7 @@ func isSourceTimeout(err error) bool {
 func (r *ReleaseSourceReconciler) scanAndSelect(ctx context.Context, rs *uprevv1.ReleaseSource, kind sourcekind.Kind, now time.Time, progress progressFunc) outcome {
 	interval := rs.Spec.Interval.Duration
 	progress(ctx, "scanning %s", kind.Describe())
-	access, err := r.sourceAccess(ctx, rs, kind)
+	access, err := sourceAccess(ctx, r.Client, r.TokenCache, rs, kind)
 	if err != nil {
 		return outcome{err: err}
 	}
@@ -291,55 +291,6 @@ func listError(err error) error {
 	default:
 		return gitError(err)
 	}
-}
-
-// sourceAccess reads the Secrets a ReleaseSource of kind references. A
-// missing Secret is retried with backoff, as it may be created after the
-// source.
-func (r *ReleaseSourceReconciler) sourceAccess(ctx context.Context, rs *uprevv1.ReleaseSource, kind sourcekind.Kind) (source.Access, error) {
-	access := source.Access{}
-	if t := rs.Spec.Timeout; t != nil {
-		access.Timeout = t.Duration
-	}
-	var err error
-	if ref := rs.Spec.SecretRef; ref != nil {
-		if access.Secret, err = secretData(ctx, r.Client, rs.Namespace, ref.Name); err != nil {
-			return access, err
-		}
-		if gitrepo.IsGitHubApp(access.Secret) {
-			if access.Secret, err = r.githubAppToken(ctx, rs, kind, access); err != nil {
-				return access, err
-			}
-		}
-	}
-	if ref := rs.Spec.CertSecretRef; ref != nil {
-		if access.CertSecret, err = secretData(ctx, r.Client, rs.Namespace, ref.Name); err != nil {
-			return access, err
-		}
-	}
-	return access, nil
-}
-
-// githubAppToken exchanges the GitHub App of a ReleaseSource's Secret
-// (Flux's keys: githubAppID, githubAppInstallationID, githubAppPrivateKey,
-// githubAppBaseURL) for an installation token, as its kind takes it
-// (Kind.GitHubApp): a bearer token for the releases API of githubReleases,
-// the password of x-access-token for the https:// repository of gitTags.
-// Other kinds take no GitHub App.
-func (r *ReleaseSourceReconciler) githubAppToken(ctx context.Context, rs *uprevv1.ReleaseSource, kind sourcekind.Kind, access source.Access) (map[string][]byte, error) {
-	url, bearer, ok := kind.GitHubApp()
-	if !ok {
-		return nil, stalledf(uprevv1.InvalidSpecReason, "spec.secretRef: a GitHub App authenticates githubReleases and gitTags only")
-	}
-	app := gitrepo.GitHubApp{Tokens: r.TokenCache, Kind: uprevv1.ReleaseSourceKind, Name: rs.Name, Namespace: rs.Namespace, Timeout: access.Timeout}
-	creds, err := app.Credentials(ctx, url, access.Secret)
-	if err != nil {
-		return nil, gitError(err)
-	}
-	if bearer {
-		return map[string][]byte{gitrepo.SecretBearerToken: creds[gitrepo.SecretPassword]}, nil
-	}
-	return creds, nil
 }
 
 // sourceError sorts an error of internal/source into Stalled, retried or

@@ -147,6 +147,7 @@ func (k *kinds) addWriteBack(context.Context) error {
 	automations := &UpdateAutomationReconciler{Clones: k.clones, Scanner: k.scanner, TokenCache: k.tokens, Forges: opts.DenyCIDRs.Client(forgeTimeout),
 		Notes:           notes.NewFetcher(opts.DenyCIDRs.Client(forgeTimeout), opts.Clock),
 		GitHubReleases:  cmp.Or(notes.API{URL: opts.GitHubReleasesAPI}, notes.GitHubAPI),
+		Sources:         source.NewClient(source.Options{DenyCIDRs: opts.DenyCIDRs, UserAgent: opts.Registry.UserAgent, Clock: opts.Clock}),
 		Tags:            &registry.Store{Dir: filepath.Join(opts.StoragePath, "tags"), Clock: opts.Clock},
 		MaxCRDLayerSize: opts.MaxCRDLayerSize, pushes: k.pushes, Clock: opts.Clock, DefaultServiceAccount: opts.DefaultServiceAccount, NoCrossNamespaceRefs: opts.ACL.NoCrossNamespaceRefs,
 		Scans: update.NewScanCache(markerScanCacheSize)}

@@ -28,6 +28,7 @@ import (
 	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/source"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
@@ -57,6 +58,10 @@ type UpdateAutomationReconciler struct {
 	// GitHubReleases is the API that serves the releases of sources on
 	// github.com (notes.GitHubAPI, unless Options say otherwise).
 	GitHubReleases notes.API
+	// Sources reads the Helm repository indexes and JSON documents of
+	// ReleaseSources for the notes of their updates, with each source's
+	// credentials, as their scans do.
+	Sources *source.Client
 	// Tags is the tag store the image scans write, read for the time a
 	// version was first seen; nil leaves it out of pull requests.
 	Tags *registry.Store

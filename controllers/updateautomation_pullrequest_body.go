@@ -53,7 +53,7 @@ func (r *UpdateAutomationReconciler) releaseNotes(ctx context.Context, run *auto
 	for _, u := range updates {
 		key := update.ParsePolicyKey(u.Policy)
 		if rs, ok := run.sources[key]; ok && key.Kind == update.SourceKind {
-			out = append(out, r.sourceNotes(ctx, rs, u))
+			out = append(out, r.sourceNotes(ctx, rs, u, api))
 			continue
 		}
 		pol, ok := run.policies[key]

@@ -200,6 +200,15 @@ type HTTPJSONSource struct {
 	// +kubebuilder:validation:MaxLength=512
 	// +required
 	Versions string `json:"versions"`
+	// Notes is a JSONPath expression, in the subset versions takes and as
+	// a Go template of the version ({{.Version}}), naming the release
+	// notes of that version in the document, such as
+	// {.releases[?(@.version=="{{.Version}}")].notes}: a string, or a
+	// list of strings (one line each). A pull request updating the source
+	// shows the new version's notes, as untrusted text.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Notes string `json:"notes,omitempty"`
 }
 
 // ReleaseSourceStatus is what a ReleaseSource last found and selected.

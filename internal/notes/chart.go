@@ -1,7 +1,9 @@
 package notes
 
 import (
+	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -61,4 +63,50 @@ func ChartChanges(annotation, version string) (Release, bool) {
 		return Release{}, false
 	}
 	return Release{Tag: version, Name: version + " (" + ChangesAnnotation + ")", Body: b.String()}, true
+}
+
+// Chart is what a Helm chart's Chart.yaml says of one of its versions, as
+// a classic repository's index gives it: untrusted text.
+type Chart struct {
+	// Home is the chart's home page.
+	Home string
+	// Sources are the addresses of its source code.
+	Sources []string
+	// Annotations are its annotations, of which ChangesAnnotation is read.
+	Annotations map[string]string
+}
+
+// ChartNotes fills c with the notes of the update of a chart from old to
+// new, whose Chart.yaml at new is chart: its home and sources, its
+// ChangesAnnotation first in the notes, then the releases, between the two
+// versions, of its first source, read from the API apiFor gives for it
+// (as an OCI chart's, ImageNotes). What cannot be found is said in
+// c.Missing; nothing fails.
+func (f *Fetcher) ChartNotes(ctx context.Context, c *Change, chart Chart, old, new string, apiFor func(source string) API) {
+	c.Home = chart.Home
+	if len(chart.Sources) > 0 {
+		c.Source, c.MoreSources = chart.Sources[0], chart.Sources[1:]
+	}
+	changes, hasChanges := ChartChanges(chart.Annotations[ChangesAnnotation], new)
+	if hasChanges {
+		c.Releases = []Release{changes}
+	}
+	if c.Source == "" {
+		if !hasChanges {
+			c.Missing = "the chart names no sources and has no " + ChangesAnnotation + " annotation"
+		}
+		return
+	}
+	f.sourceReleases(ctx, c, old, new, apiFor)
+}
+
+// DocumentNotes is the release of version whose notes a document gives
+// (an httpJSON source's), body cut at a line within MaxChangeBytes;
+// docURL, its link, is left out unless it is a plain web address.
+func DocumentNotes(version, docURL, body string) Release {
+	r := Release{Tag: version, Body: cutAtLine(body, MaxChangeBytes)}
+	if u, err := url.Parse(docURL); err == nil && u.User == nil && u.RawQuery == "" {
+		r.URL = webURL(docURL)
+	}
+	return r
 }

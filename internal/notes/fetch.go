@@ -2,6 +2,8 @@ package notes
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +41,21 @@ type API struct {
 	// Enterprise Server's https://<host>/api/v3/ (added when missing);
 	// GitLab's https://<host>/api/v4; a Gitea server's https://<host>.
 	URL string
-	// Token authenticates the calls, when set; it is sent only in a header.
-	Token string
+	// Token authenticates the calls, when set; Username and Password do
+	// instead, when Token is not set and Username is. They are sent only
+	// in a header, and only to the API's own host: a redirect or a link
+	// to another host never carries them.
+	Token              string
+	Username, Password string
+}
+
+// fingerprint is a hash of the API's credentials, "" without any.
+func (a API) fingerprint() string {
+	if a.Token == "" && a.Username == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(a.Token + "\x00" + a.Username + "\x00" + a.Password))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Fetcher fetches the releases between two versions of a source and
@@ -58,9 +73,9 @@ type Fetcher struct {
 
 // cached is the outcome of one fetch.
 type cached struct {
-	releases []Release
-	err      error
-	at       time.Time
+	value any
+	err   error
+	at    time.Time
 }
 
 // NewFetcher returns a Fetcher that calls forges' APIs through client,
@@ -107,25 +122,36 @@ var ErrNoAPI = errors.New("no releases API known for the source's host")
 // version new, newest first, each body within MaxChangeBytes, read from
 // api (whose URL is empty when no API is known for the source's host).
 func (f *Fetcher) Releases(ctx context.Context, api API, source, old, new string) ([]Release, error) {
-	key := api.URL + "\x00" + source + "\x00" + old + "\x00" + new
+	key := api.URL + "\x00" + api.fingerprint() + "\x00" + source + "\x00" + old + "\x00" + new
+	v, err := f.Remember(key, func() (any, error) { return f.fetch(ctx, api, source, old, new) })
+	releases, _ := v.([]Release)
+	return releases, err
+}
+
+// Remember returns what fetch gives, kept under key with the releases
+// (at most 512 keys in all), so that what is read of a source for one
+// change is read once across runs; a failure is kept for 10 minutes. The
+// key names the source, the change and the credentials it is read with,
+// so that what one object's credentials read is not given to another.
+func (f *Fetcher) Remember(key string, fetch func() (any, error)) (any, error) {
 	f.mu.Lock()
 	c, ok := f.cache[key]
 	f.mu.Unlock()
 	if ok && (c.err == nil || f.clock.Since(c.at) < failureTTL) {
-		return c.releases, c.err
+		return c.value, c.err
 	}
-	releases, err := f.fetch(ctx, api, source, old, new)
+	value, err := fetch()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.cache[key]; !ok {
 		f.order = append(f.order, key)
 	}
-	f.cache[key] = cached{releases: releases, err: err, at: f.clock.Now()}
+	f.cache[key] = cached{value: value, err: err, at: f.clock.Now()}
 	for len(f.order) > maxCached {
 		delete(f.cache, f.order[0])
 		f.order = f.order[1:]
 	}
-	return releases, err
+	return value, err
 }
 
 // fetch reads the releases of source page by page, newest first, until

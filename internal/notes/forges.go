@@ -40,9 +40,10 @@ type forge interface {
 // forgeOf returns the forge of api for the repository owner/repo, whose
 // web address is source.
 func (f *Fetcher) forgeOf(_ context.Context, api API, source, owner, repo string) (forge, error) {
+	client := withCredentials(f.client, api)
 	switch api.Kind {
 	case GitHub, "":
-		opts := []github.ClientOptionsFunc{github.WithHTTPClient(f.client)}
+		opts := []github.ClientOptionsFunc{github.WithHTTPClient(client)}
 		if api.Token != "" {
 			opts = append(opts, github.WithAuthToken(api.Token))
 		}
@@ -55,7 +56,7 @@ func (f *Fetcher) forgeOf(_ context.Context, api API, source, owner, repo string
 		}
 		return githubRepo{client: client, owner: owner, repo: repo}, nil
 	case GitLab:
-		client, err := gitlab.NewClient(api.Token, gitlab.WithBaseURL(api.URL), gitlab.WithHTTPClient(f.client), gitlab.WithoutRetries())
+		client, err := gitlab.NewClient(api.Token, gitlab.WithBaseURL(api.URL), gitlab.WithHTTPClient(client), gitlab.WithoutRetries())
 		if err != nil {
 			return nil, fmt.Errorf("GitLab API %q: %w", api.URL, err)
 		}
@@ -65,7 +66,7 @@ func (f *Fetcher) forgeOf(_ context.Context, api API, source, owner, repo string
 	case Gitea:
 		// No version probe: the client asks the server nothing until the
 		// first listing.
-		client, err := giteasdk.NewClient(api.URL, giteasdk.SetHTTPClient(f.client), giteasdk.SetToken(api.Token), giteasdk.SetGiteaVersion(""))
+		client, err := giteasdk.NewClient(api.URL, giteasdk.SetHTTPClient(client), giteasdk.SetToken(api.Token), giteasdk.SetGiteaVersion(""))
 		if err != nil {
 			return nil, fmt.Errorf("gitea API %q: %w", api.URL, err)
 		}

@@ -55,6 +55,12 @@ func (f *Fetcher) ImageNotes(ctx context.Context, c *Change, reg Registry, image
 	// The old version may be gone: no compare link then.
 	oldLabels, _ := ImageLabels(ctx, reg, image, old)
 	c.CompareURL = CompareURL(c.Source, oldLabels[RevisionLabel], newLabels[RevisionLabel])
+	f.sourceReleases(ctx, c, old, new, apiFor)
+}
+
+// sourceReleases adds to c the releases of c.Source after old up to new,
+// read from the API apiFor gives for it; a failure is said in c.Missing.
+func (f *Fetcher) sourceReleases(ctx context.Context, c *Change, old, new string, apiFor func(source string) API) {
 	releases, err := f.Releases(ctx, apiFor(c.Source), c.Source, old, new)
 	if err != nil {
 		c.Missing = err.Error()

@@ -46,6 +46,9 @@ type Change struct {
 	Source string
 	// Home is the project's home page (a Helm chart's home), when known.
 	Home string
+	// MoreSources are other addresses of its source code (a Helm chart's
+	// sources after the first, which is Source).
+	MoreSources []string
 	// Releases are the releases between the old and the new version,
 	// newest first.
 	Releases []Release
@@ -64,6 +67,7 @@ type Change struct {
 // Bounds of what uprev says it checked of one change, so that the
 // release notes keep their room (MaxChangeBytes).
 const (
+	maxSources      = 8
 	maxChecked      = 16
 	maxCheckedBytes = 512
 )
@@ -104,8 +108,10 @@ func renderChange(c Change, limit int) string {
 	if home := webURL(c.Home); home != "" && home != c.Source {
 		fmt.Fprintf(&b, "- Home: %s\n", home)
 	}
-	if src := webURL(c.Source); src != "" {
-		fmt.Fprintf(&b, "- Source: %s\n", src)
+	for i, s := range append([]string{c.Source}, c.MoreSources...) {
+		if src := webURL(s); src != "" && i < maxSources && (i == 0 || s != c.Source) {
+			fmt.Fprintf(&b, "- Source: %s\n", src)
+		}
 	}
 	if cmp := webURL(c.CompareURL); cmp != "" {
 		fmt.Fprintf(&b, "- Compare: %s\n", cmp)

@@ -161,6 +161,9 @@ type session struct {
 	http   *http.Client
 	secret map[string][]byte
 	host   string
+	// unremembered reads answers in full and keeps nothing of them, for
+	// reads whose caller keeps what it needs (release notes).
+	unremembered bool
 }
 
 // withTimeout returns ctx bounded by the access's timeout.
@@ -279,6 +282,7 @@ func (s *session) get(ctx context.Context, rawURL, variant string, headers map[s
 	s.c.mu.Lock()
 	prev, remembered := s.c.known[memo]
 	s.c.mu.Unlock()
+	remembered = remembered && !s.unremembered
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -326,11 +330,17 @@ func (s *session) get(ctx context.Context, rawURL, variant string, headers map[s
 	}
 	etag, lastModified := resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 	s.c.mu.Lock()
-	if etag != "" || lastModified != "" {
+	switch {
+	case s.unremembered:
+	case etag != "" || lastModified != "":
 		s.c.known[memo] = known{etag: etag, lastModified: lastModified, value: a.value, next: a.next}
-	} else {
+	default:
 		delete(s.c.known, memo)
 	}
 	s.c.mu.Unlock()
 	return a, false, nil
 }
+
+// Fingerprint is a hash of the access's credentials, so that what was read
+// with some credentials is kept apart from what others may read.
+func (a Access) Fingerprint() string { return secretFingerprint(a) }

@@ -138,16 +138,7 @@ func (c *Client) ListJSON(ctx context.Context, key string, access Access, docURL
 	if err != nil {
 		return Listing{}, err
 	}
-	a, notModified, err := s.get(ctx, docURL, "", map[string]string{"Accept": "application/json"}, func(resp *http.Response, body []byte) (answer, error) {
-		if n := countJSONValues(body); n > MaxFeedValues {
-			return answer{}, fmt.Errorf("%w: the JSON document has up to %d values, more than the %d a feed may have", ErrInvalidResponse, n, MaxFeedValues)
-		}
-		var doc any
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return answer{}, fmt.Errorf("%w: not a JSON document (Content-Type %q): %w", ErrInvalidResponse, resp.Header.Get("Content-Type"), err)
-		}
-		return answer{value: doc}, nil
-	})
+	a, notModified, err := s.get(ctx, docURL, "", map[string]string{"Accept": "application/json"}, parseJSONDocument)
 	if err != nil {
 		return Listing{}, err
 	}
@@ -172,4 +163,17 @@ func (c *Client) ListJSON(ctx context.Context, key string, access Access, docURL
 		}
 	}
 	return Listing{Versions: versions, NotModified: notModified}, nil
+}
+
+// parseJSONDocument decodes a JSON document of at most MaxFeedValues
+// values.
+func parseJSONDocument(resp *http.Response, body []byte) (answer, error) {
+	if n := countJSONValues(body); n > MaxFeedValues {
+		return answer{}, fmt.Errorf("%w: the JSON document has up to %d values, more than the %d a feed may have", ErrInvalidResponse, n, MaxFeedValues)
+	}
+	var doc any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return answer{}, fmt.Errorf("%w: not a JSON document (Content-Type %q): %w", ErrInvalidResponse, resp.Header.Get("Content-Type"), err)
+	}
+	return answer{value: doc}, nil
 }

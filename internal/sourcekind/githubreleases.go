@@ -8,6 +8,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/forge"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/source"
 )
 
@@ -61,4 +62,34 @@ func (g githubReleases) GitHubApp() (string, bool, bool) { return g.URL(), true,
 // compared without regard to case, as GitHub does).
 func (g githubReleases) Notified(n Notification) bool {
 	return n.Released != "" && strings.EqualFold(g.spec.Repository, n.Released)
+}
+
+// Notes has the releases of the repository between the two versions, read
+// from the source's own API (as an image's are, notes.Fetcher.Releases)
+// with the source's credentials, sent to that API's host only, and the
+// repository's web page.
+func (g githubReleases) Notes(ctx context.Context, c *notes.Change, r NotesReaders, _ string, access source.Access, old, new string) {
+	api, web := g.releasesAPI(r.GitHub)
+	c.Source = web
+	releases, err := r.Fetcher.Releases(ctx, withSecret(api, access.Secret), web, old, new)
+	if err != nil {
+		c.Missing = err.Error()
+	}
+	c.Releases = releases
+}
+
+// releasesAPI is the API the source's releases are read from, and its
+// repository's web address: github (GitHub's) when the source names no
+// URL; a Gitea server's for a URL ending in /api/v1; else a GitHub
+// Enterprise Server's.
+func (g githubReleases) releasesAPI(github notes.API) (notes.API, string) {
+	if g.spec.URL == "" {
+		return github, "https://github.com/" + g.spec.Repository
+	}
+	root := strings.TrimSuffix(g.spec.URL, "/")
+	if base, ok := strings.CutSuffix(root, "/api/v1"); ok {
+		return notes.API{Kind: notes.Gitea, URL: base}, base + "/" + g.spec.Repository
+	}
+	base := strings.TrimSuffix(root, "/api/v3")
+	return notes.API{Kind: notes.GitHub, URL: root}, base + "/" + g.spec.Repository
 }

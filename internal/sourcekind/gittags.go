@@ -2,9 +2,12 @@ package sourcekind
 
 import (
 	"context"
+	"net/url"
+	"strings"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/gitrepo"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/source"
 )
 
@@ -83,4 +86,23 @@ func (g gitTags) GitHubApp() (string, bool, bool) { return g.spec.URL, false, tr
 // Notified tells whether n is a push of tags to the repository.
 func (g gitTags) Notified(n Notification) bool {
 	return n.TagsPushed != nil && n.TagsPushed(g.spec.URL)
+}
+
+// Notes has the link that compares the two tags on the repository's web
+// page (https:// repositories only): Git tags publish no notes, so nothing
+// is read.
+func (g gitTags) Notes(_ context.Context, c *notes.Change, _ NotesReaders, _ string, _ source.Access, old, new string) {
+	c.Source = gitWebURL(g.spec.URL)
+	c.CompareURL = notes.CompareTagsURL(c.Source, old, new)
+	c.Missing = "a gitTags source publishes no release notes; the compare link shows what changed"
+}
+
+// gitWebURL is the web address of an https Git repository (its URL
+// without .git), or "" for other schemes or a URL with credentials.
+func gitWebURL(gitURL string) string {
+	u, err := url.Parse(gitURL)
+	if err != nil || u.Scheme != "https" || u.User != nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(gitURL, "/"), ".git")
 }

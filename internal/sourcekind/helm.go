@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/source"
 )
 
@@ -53,3 +54,20 @@ func (helmRepository) GitHubApp() (string, bool, bool) { return "", false, false
 
 // Notified returns false: no webhook notification names a chart.
 func (helmRepository) Notified(Notification) bool { return false }
+
+// Notes has what the index's entry of the new version says of it (as an
+// OCI chart's manifest does, notes.Fetcher.ChartNotes): its
+// artifacthub.io/changes first, its home and sources, and the releases of
+// its first source between the two versions. The index is read with the
+// source's credentials, once per new version.
+func (h helmRepository) Notes(ctx context.Context, c *notes.Change, r NotesReaders, key string, access source.Access, old, new string) {
+	about, err := r.Fetcher.Remember(rememberKey("helm", access, h.spec.URL, h.spec.Chart, new), func() (any, error) {
+		return r.Sources.HelmChartAbout(ctx, key, access, h.spec.URL, h.spec.Chart, new)
+	})
+	if err != nil {
+		c.Missing = "reading the chart's entry in the repository's index: " + err.Error()
+		return
+	}
+	a, _ := about.(source.ChartAbout)
+	r.Fetcher.ChartNotes(ctx, c, notes.Chart{Home: a.Home, Sources: a.Sources, Annotations: a.Annotations}, old, new, r.APIFor)
+}

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
+	"github.com/uprev-dev/uprev/internal/notes"
 	"github.com/uprev-dev/uprev/internal/source"
 )
 
@@ -52,6 +53,12 @@ type Kind interface {
 	// Notified tells whether a webhook notification concerns the source,
 	// so that it is scanned at once.
 	Notified(n Notification) bool
+	// Notes fills c with what a pull request body says of the source's
+	// update from old to new: its release notes, links, or why there are
+	// none (c.Missing), read with the credentials, certificates and
+	// timeout of access, each answer read once per change (key names the
+	// source, as for List). Nothing here fails.
+	Notes(ctx context.Context, c *notes.Change, r NotesReaders, key string, access source.Access, old, new string)
 }
 
 // Notification is what a webhook told of a Git server, in plain values.

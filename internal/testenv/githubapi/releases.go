@@ -33,8 +33,10 @@ type Release struct {
 // which does not count against the rate limit; X-RateLimit-Limit,
 // -Remaining, -Used and -Reset on every answer, and 403 "API rate limit
 // exceeded" once the limit is used up. It answers under /api/v3/ too, as
-// GitHub Enterprise Server does. With a token set, a request without
-// `Authorization: Bearer <token>` is answered 401.
+// GitHub Enterprise Server does. With a token set (a private repository),
+// a request with another Authorization is answered 401 "Bad credentials",
+// and one without any 404, as GitHub hides private repositories from
+// anonymous requests.
 type Releases struct {
 	// URL is the API's base URL (the githubReleases.url of a source).
 	URL string
@@ -75,7 +77,8 @@ func (r *Releases) SetReleases(repository string, releases ...Release) {
 	r.repos[repository] = releases
 }
 
-// RequireToken makes every request need `Authorization: Bearer token`.
+// RequireToken makes every request need `Authorization: Bearer token`, as
+// a private repository's do.
 func (r *Releases) RequireToken(token string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -115,7 +118,13 @@ func (r *Releases) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	defer r.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	if r.token != "" && req.Header.Get("Authorization") != "Bearer "+r.token {
+	switch auth := req.Header.Get("Authorization"); {
+	case r.token == "" || auth == "Bearer "+r.token:
+	case auth == "":
+		// A private repository does not exist for an anonymous request.
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	default:
 		writeError(w, http.StatusUnauthorized, "Bad credentials")
 		return
 	}
