@@ -4,8 +4,7 @@ BIN := $(CURDIR)/bin
 K8S_ASSETS := $(BIN)/k8s
 CONTROLLER_GEN := $(BIN)/controller-gen
 CONTROLLER_GEN_VERSION := v0.23.0
-GOLANGCI_LINT := $(BIN)/golangci-lint
-GOLANGCI_LINT_VERSION := v2.15.0
+LINT := $(BIN)/uprev-lint
 ACTIONLINT := $(BIN)/actionlint
 ACTIONLINT_VERSION := v1.7.12
 PROMTOOL_VERSION := v0.316.0
@@ -131,19 +130,21 @@ fuzz:
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
 	done
 
-## lint: formatting, vet, golangci-lint (.golangci.yml: the layering rules, as depguard) and actionlint on the GitHub workflows.
-lint: $(GOLANGCI_LINT) $(ACTIONLINT)
+## lint: formatting; go vet's checks, staticcheck, unused, errcheck, ineffassign, gosec, bodyclose and the layering rules in one `go vet -vettool` pass (hack/lint); actionlint on the GitHub workflows.
+lint: $(LINT) $(ACTIONLINT)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
-	go vet ./...
+	go vet -vettool=$(LINT) ./...
 	cd test/controlplane && go vet ./...
-	$(GOLANGCI_LINT) run ./...
+	cd hack/lint && go vet ./... && go test ./...
 	$(ACTIONLINT) .github/workflows/*.yml
 
 $(ACTIONLINT):
 	GOBIN=$(BIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
-$(GOLANGCI_LINT):
-	GOBIN=$(BIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+# The linter is its own module (hack/lint/go.mod), so its analyzers stay
+# out of uprev's go.mod; rebuilt when its sources change.
+$(LINT): $(wildcard hack/lint/*.go) hack/lint/go.mod hack/lint/go.sum
+	cd hack/lint && go build -o $(LINT) .
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

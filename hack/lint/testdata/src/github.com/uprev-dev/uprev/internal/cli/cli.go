@@ -1,0 +1,3 @@
+package cli
+
+import _ "github.com/uprev-dev/uprev/internal/fleet"

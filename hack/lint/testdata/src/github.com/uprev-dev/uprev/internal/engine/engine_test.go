@@ -1,0 +1,6 @@
+package engine
+
+import (
+	_ "github.com/uprev-dev/uprev/internal/fleet"
+	_ "github.com/uprev-dev/uprev/internal/testenv"
+)
