@@ -157,14 +157,9 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 	}
 	defer func() { release(err) }()
 	run.pr.head = head
-	token, err := r.forgeToken(ctx, run)
+	f, token, err := r.pullRequestForge(ctx, run)
 	if err != nil {
 		return err
-	}
-	repo, _ := pullRequestRepository(auto)
-	f, err := forge.New(forge.Config{Provider: forge.Provider(spec.Provider), URL: spec.URL, Repository: repo, Token: token, HTTPClient: r.Forges, Clock: r.Clock})
-	if err != nil {
-		return stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.push.pullRequest: %w", err))
 	}
 	title, desc, err := pullRequestDescription(run, head)
 	if err != nil {
@@ -188,6 +183,22 @@ func (r *UpdateAutomationReconciler) ensurePullRequest(ctx context.Context, run 
 	}
 	ctrl.LoggerFrom(ctx).Info("Pull request up to date", "number", pr.Number, "url", pr.URL, "created", pr.Created, "commit", head)
 	return nil
+}
+
+// pullRequestForge is the client of the forge of the automation's pull
+// requests, with its token.
+func (r *UpdateAutomationReconciler) pullRequestForge(ctx context.Context, run *automationRun) (forge.Forge, string, error) {
+	spec := run.auto.Spec.Git.Push.PullRequest
+	token, err := r.forgeToken(ctx, run)
+	if err != nil {
+		return nil, "", err
+	}
+	repo, _ := pullRequestRepository(run.auto)
+	f, err := forge.New(forge.Config{Provider: forge.Provider(spec.Provider), URL: spec.URL, Repository: repo, Token: token, HTTPClient: r.Forges, Clock: r.Clock})
+	if err != nil {
+		return nil, "", stalled(uprevv1.InvalidSpecReason, fmt.Errorf("spec.git.push.pullRequest: %w", err))
+	}
+	return f, token, nil
 }
 
 // forgeAPIURL is the API of the pull request's forge: spec.url, or its

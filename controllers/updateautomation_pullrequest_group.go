@@ -57,10 +57,7 @@ func pullRequestGroups(run *automationRun) []pullRequestGroup {
 	}
 	byName := map[string][]update.PolicyKey{}
 	for key := range run.planned {
-		name := key.Name
-		if by != uprevv1.GroupByPolicy {
-			name = run.labelsOf(key)[by]
-		}
+		name := groupName(by, key, run.labelsOf(key))
 		byName[name] = append(byName[name], key)
 	}
 	groups := make([]pullRequestGroup, 0, len(byName))
@@ -68,6 +65,29 @@ func pullRequestGroups(run *automationRun) []pullRequestGroup {
 		groups = append(groups, pullRequestGroup{name: name, keys: byName[name]})
 	}
 	return groups
+}
+
+// groupName is the group of the policy or source key with labels.
+func groupName(by string, key update.PolicyKey, labels map[string]string) string {
+	if by == uprevv1.GroupByPolicy {
+		return key.Name
+	}
+	return labels[by]
+}
+
+// liveGroupNames are the names of groups, and those of the selected
+// policies and sources not ready yet: their groups are not gone.
+func liveGroupNames(run *automationRun, groups []pullRequestGroup) []string {
+	var names []string
+	for _, grp := range groups {
+		names = append(names, grp.name)
+	}
+	for key, labels := range run.unready {
+		if name := groupName(groupBy(run.auto), key, labels); !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // labelsOf returns the labels of the policy or source key.
@@ -139,9 +159,11 @@ func (r *UpdateAutomationReconciler) writePhases() []func(context.Context, *auto
 
 // writeGroups writes the push branch and proposes it; or, when the
 // automation groups its changes, each group's branch in turn, on the one
-// session: a group that fails leaves the others to run, and the run fails
-// with the first group's error. Whatever the groups did is folded into the
-// run for status.
+// session, retiring the branch of a group whose changes are all in the
+// base branch and then those of the groups that are gone
+// (proposeOrRetire, retireGoneGroups): a group that fails leaves the
+// others to run, and the run fails with the first group's error. Whatever
+// the groups did is folded into the run for status.
 func (r *UpdateAutomationReconciler) writeGroups(ctx context.Context, run *automationRun) error {
 	groups := pullRequestGroups(run)
 	if groups == nil {
@@ -156,9 +178,7 @@ func (r *UpdateAutomationReconciler) writeGroups(ctx context.Context, run *autom
 		return err
 	}
 	defer run.foldGroups()
-	for _, grp := range groups {
-		run.groupNames = append(run.groupNames, grp.name)
-	}
+	run.groupNames = liveGroupNames(run, groups)
 	var first error
 	for _, grp := range groups {
 		g := run.groupRun(grp)
@@ -166,14 +186,15 @@ func (r *UpdateAutomationReconciler) writeGroups(ctx context.Context, run *autom
 		if err := run.session.UsePushBranch(ctx, g.auto.PushBranch()); err != nil {
 			return gitError(err)
 		}
-		for _, phase := range r.writePhases() {
+		for _, phase := range []func(context.Context, *automationRun) error{r.readHolds, r.readCRDs, r.writeBack, r.proposeOrRetire} {
 			if err := phase(ctx, g); err != nil {
 				first = cmp.Or(first, err)
 				break
 			}
 		}
+		run.retired = append(run.retired, g.retired...)
 	}
-	return first
+	return cmp.Or(first, r.retireGoneGroups(ctx, run))
 }
 
 // foldGroups makes what the groups' runs found the run's, as status reads
@@ -237,13 +258,21 @@ func (run *automationRun) pushed() []*automationRun {
 // groupPullRequests is status.pullRequests after a run: each group's pull
 // request as pullRequestStatus makes it, for the groups the run reached;
 // those of groups it did not reach stay as they were, and those of groups
-// that are gone (a policy deleted or relabelled) leave.
+// the run retired (gone, or with nothing left to propose: retireGroup)
+// leave. A group that is gone stays until it is retired, and so does one
+// left for a person.
 func groupPullRequests(prev []uprevv1.PullRequestStatus, run *automationRun) []uprevv1.PullRequestStatus {
-	if run.groups == nil {
+	if run.groups == nil && run.retired == nil {
 		return prev
 	}
-	out := slices.DeleteFunc(slices.Clone(prev), func(p uprevv1.PullRequestStatus) bool { return !slices.Contains(run.groupNames, p.Group) })
+	retired := func(group string) bool {
+		return slices.ContainsFunc(run.retired, func(r retiredGroup) bool { return r.group == group && r.left == "" })
+	}
+	out := slices.DeleteFunc(slices.Clone(prev), func(p uprevv1.PullRequestStatus) bool { return retired(p.Group) })
 	for _, g := range run.groups {
+		if retired(g.group.name) {
+			continue
+		}
 		pr := pullRequestStatus(g.auto.Status.PullRequest, g)
 		i := slices.IndexFunc(out, func(p uprevv1.PullRequestStatus) bool { return p.Group == g.group.name })
 		switch {

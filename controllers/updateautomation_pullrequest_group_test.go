@@ -14,6 +14,7 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/forge"
+	"github.com/uprev-dev/uprev/internal/gitrepo"
 	"github.com/uprev-dev/uprev/internal/guard"
 	"github.com/uprev-dev/uprev/internal/testenv/gitea"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
@@ -164,6 +165,11 @@ func TestPullRequestGroups(t *testing.T) {
 	g.Expect(names(byTeam)).To(And(HaveLen(3), HaveKeyWithValue("", ConsistOf("web")),
 		HaveKeyWithValue("platform", ConsistOf("agent", "kms")), HaveKeyWithValue("payments", ConsistOf("api"))))
 
+	// A policy not ready yet keeps its group from being gone.
+	teams := run("example.com/team")
+	teams.unready = map[update.PolicyKey]map[string]string{key("db"): {"example.com/team": "data"}, key("cache"): {"example.com/team": "platform"}}
+	g.Expect(liveGroupNames(teams, pullRequestGroups(teams))).To(ConsistOf("", "payments", "platform", "data"))
+
 	g.Expect(groupBranch("uprev/updates", "")).To(Equal("uprev/updates"))
 	g.Expect(groupBranch("uprev/updates", "v1.2.lock")).To(Equal("uprev/updates-v1-2-lock"))
 	g.Expect(groupTitle("Update agent to 1.2.0", "example.com/team", "platform")).To(Equal("Update agent to 1.2.0 (example.com/team platform)"))
@@ -173,7 +179,8 @@ func TestPullRequestGroups(t *testing.T) {
 
 // TestGroupPullRequests: status.pullRequests keeps the pull request of a
 // group the run did not reach, takes the new one of a group it reached,
-// and drops that of a group that is gone.
+// and drops that of a group the run retired; a group that is gone stays
+// until it is retired, and one left for a person stays.
 func TestGroupPullRequests(t *testing.T) {
 	g := NewWithT(t)
 	prev := []uprevv1.PullRequestStatus{
@@ -188,6 +195,31 @@ func TestGroupPullRequests(t *testing.T) {
 	run := &automationRun{groups: []*automationRun{reached}, groupNames: []string{"agent", "web"}}
 	g.Expect(groupPullRequests(prev, run)).To(Equal([]uprevv1.PullRequestStatus{
 		{Group: "agent", Branch: "uprev/updates-agent", URL: "https://forge/1", Number: 1, State: "open", HeadCommit: "c4"},
+		{Group: "gone", Branch: "uprev/updates-gone", Number: 2, HeadCommit: "c2"},
 		{Group: "web", Branch: "uprev/updates-web", Number: 3, HeadCommit: "c3"},
-	}))
+	}), "gone, not retired yet")
+	run.retired = []retiredGroup{{group: "gone", deleted: true}, {group: "web", left: "it has commits uprev did not make (c5)"}}
+	g.Expect(groupPullRequests(prev, run)).To(Equal([]uprevv1.PullRequestStatus{
+		{Group: "agent", Branch: "uprev/updates-agent", URL: "https://forge/1", Number: 1, State: "open", HeadCommit: "c4"},
+		{Group: "web", Branch: "uprev/updates-web", Number: 3, HeadCommit: "c3"},
+	}), "gone retired, web left")
+	run.retired = []retiredGroup{{group: "agent", closed: &forge.PullRequest{Number: 1}}}
+	g.Expect(groupPullRequests(prev, run)).NotTo(ContainElement(HaveField("Group", "agent")), "a group whose changes are all in the base")
+	allGone := &automationRun{retired: []retiredGroup{{group: "web", deleted: true}, {group: "gone", deleted: true}, {group: "agent", deleted: true}}}
+	g.Expect(groupPullRequests(prev, allGone)).To(BeEmpty(), "every policy deleted: no group runs, all retire")
+}
+
+// TestOthersCommits: a branch is uprev's alone when every commit its base
+// does not have is authored and committed as the automation's author.
+func TestOthersCommits(t *testing.T) {
+	g := NewWithT(t)
+	uprev := uprevv1.CommitUser{Name: "uprev", Email: "uprev@example.com"}
+	own := gitrepo.BranchCommit{SHA: "1111111111aa", AuthorName: "uprev", AuthorEmail: "uprev@example.com", CommitterEmail: "uprev@example.com"}
+	g.Expect(othersCommits(nil, true, uprev)).To(BeEmpty())
+	g.Expect(othersCommits([]gitrepo.BranchCommit{own, own}, true, uprev)).To(BeEmpty())
+	alice := gitrepo.BranchCommit{SHA: "2222222222bb", AuthorName: "Alice", AuthorEmail: "alice@example.com", CommitterEmail: "alice@example.com"}
+	amended := own
+	amended.SHA, amended.CommitterEmail = "3333333333cc", "alice@example.com"
+	g.Expect(othersCommits([]gitrepo.BranchCommit{own, alice, amended}, true, uprev)).To(Equal("it has commits uprev did not make (2222222222, 3333333333)"))
+	g.Expect(othersCommits([]gitrepo.BranchCommit{own}, false, uprev)).To(Equal("it has more than 100 commits its base does not have"))
 }

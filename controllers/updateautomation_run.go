@@ -66,8 +66,10 @@ type automationRun struct {
 	// assets are the pinned asset values of the sources, as the rewriter
 	// takes them.
 	assets map[update.AssetKey]string
-	// notReady names selected policies without a latest ref yet.
+	// notReady names selected policies without a latest ref yet, and
+	// unready has their labels: their groups are not gone.
 	notReady []string
+	unready  map[update.PolicyKey]map[string]string
 	session  *gitrepo.Session
 	// releaseGit gives back the run's Git share, told the run's error; nil
 	// before it has one.
@@ -97,9 +99,13 @@ type automationRun struct {
 	// run of an automation.
 	group *pullRequestGroup
 	// groups are the runs of the groups, when the automation groups its
-	// changes (writeGroups), and groupNames the names of all its groups.
+	// changes (writeGroups), and groupNames the names of all its groups,
+	// those of policies not ready included.
 	groups     []*automationRun
 	groupNames []string
+	// retired are the groups' branches the run found with nothing left
+	// to propose, retired or left for a person (retireGroup).
+	retired []retiredGroup
 }
 
 // reconcile runs the phases in order; each wraps its error with what it was
@@ -169,11 +175,14 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 	}
 	run.planned, run.notReady = guard.PoliciesOf(list.Items)
 	run.policies = map[update.PolicyKey]*imagev1.ImagePolicy{}
+	run.unready = map[update.PolicyKey]map[string]string{}
 	for i := range list.Items {
 		pol := &list.Items[i]
 		key := update.PolicyKey{Namespace: pol.Namespace, Name: pol.Name}
 		if _, ready := run.planned[key]; ready {
 			run.policies[key] = pol
+		} else {
+			run.unready[key] = pol.Labels
 		}
 	}
 	// The same selector picks the ReleaseSources of the namespace.
@@ -191,6 +200,8 @@ func (r *UpdateAutomationReconciler) selectPolicies(ctx context.Context, run *au
 		key := update.PolicyKey{Namespace: rs.Namespace, Name: rs.Name, Kind: update.SourceKind}
 		if _, ready := planned[key]; ready {
 			run.sources[key] = rs
+		} else {
+			run.unready[key] = rs.Labels
 		}
 	}
 	return nil

@@ -104,6 +104,11 @@ func (run *automationRun) summary() string {
 			parts = append(parts, s)
 		}
 	}
+	for _, g := range run.retired {
+		if s := g.summary(); s != "" {
+			parts = append(parts, s)
+		}
+	}
 	if n := len(run.held()); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d held", n))
 	}

@@ -51,6 +51,10 @@ type Forge interface {
 	// EnsurePullRequest makes the open pull request from spec.Head into
 	// spec.Base say what spec says, opening one when none is open.
 	EnsurePullRequest(ctx context.Context, spec PullRequestSpec) (PullRequest, error)
+	// ClosePullRequest closes the open pull request from head into base,
+	// without merging it, and returns it; found is false when none is
+	// open. A merged or closed one is left as it is.
+	ClosePullRequest(ctx context.Context, head, base string) (pr PullRequest, found bool, err error)
 }
 
 // PullRequestSpec is what a pull request should be.

@@ -23,13 +23,9 @@ const labelColor = "#6f42c1"
 // /repos/{owner}/{repo}/pulls?state=open), edits the one from spec.Head
 // into spec.Base or opens one, then labels it and asks the reviewers.
 func (f *giteaForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpec) (PullRequest, error) {
-	// The server's version is not asked for: every call used here is in
-	// Gitea since 1.14, and a refused token is then reported by the first
-	// real call, with its status.
-	client, err := gitea.NewClient(f.cfg.URL, gitea.SetToken(f.cfg.Token), gitea.SetHTTPClient(f.cfg.HTTPClient),
-		gitea.SetContext(ctx), gitea.SetGiteaVersion(""))
+	client, err := f.client(ctx)
 	if err != nil {
-		return PullRequest{}, fmt.Errorf("%w: Gitea URL %q: %w", ErrInvalidConfig, f.cfg.URL, err)
+		return PullRequest{}, err
 	}
 	labels, err := f.labelIDs(client, spec.Labels)
 	if err != nil {
@@ -64,6 +60,38 @@ func (f *giteaForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpec
 		}
 	}
 	return PullRequest{Number: pr.Index, URL: pr.HTMLURL, State: giteaState(pr), Created: created}, nil
+}
+
+// ClosePullRequest finds the open pull request of head (as
+// EnsurePullRequest does) and closes it (PATCH state=closed).
+func (f *giteaForge) ClosePullRequest(ctx context.Context, head, base string) (PullRequest, bool, error) {
+	client, err := f.client(ctx)
+	if err != nil {
+		return PullRequest{}, false, err
+	}
+	existing, err := f.openPullRequest(client, PullRequestSpec{Head: head, Base: base})
+	if err != nil || existing == nil {
+		return PullRequest{}, false, err
+	}
+	closed := gitea.StateClosed
+	pr, resp, err := client.EditPullRequest(f.owner, f.name, existing.Index, gitea.EditPullRequestOption{State: &closed})
+	if err != nil {
+		return PullRequest{}, false, f.giteaError(fmt.Sprintf("closing pull request #%d", existing.Index), resp, err)
+	}
+	return PullRequest{Number: pr.Index, URL: pr.HTMLURL, State: giteaState(pr)}, true, nil
+}
+
+// client returns an SDK client of the server for ctx's calls. The
+// server's version is not asked for: every call used here is in Gitea
+// since 1.14, and a refused token is then reported by the first real
+// call, with its status.
+func (f *giteaForge) client(ctx context.Context) (*gitea.Client, error) {
+	client, err := gitea.NewClient(f.cfg.URL, gitea.SetToken(f.cfg.Token), gitea.SetHTTPClient(f.cfg.HTTPClient),
+		gitea.SetContext(ctx), gitea.SetGiteaVersion(""))
+	if err != nil {
+		return nil, fmt.Errorf("%w: Gitea URL %q: %w", ErrInvalidConfig, f.cfg.URL, err)
+	}
+	return client, nil
 }
 
 // openPullRequest returns the open pull request from spec.Head into

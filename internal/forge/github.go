@@ -77,6 +77,26 @@ func (f *githubForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 	return PullRequest{Number: int64(n), URL: pr.GetHTMLURL(), State: githubState(pr), Created: created}, nil
 }
 
+// ClosePullRequest finds the open pull request of head (as
+// EnsurePullRequest does) and closes it (PATCH state=closed).
+func (f *githubForge) ClosePullRequest(ctx context.Context, head, base string) (PullRequest, bool, error) {
+	open, resp, err := f.client.PullRequests.List(ctx, f.owner, f.name, &github.PullRequestListOptions{
+		State: "open", Head: f.owner + ":" + head, Base: base,
+	})
+	if err != nil {
+		return PullRequest{}, false, f.githubError("listing open pull requests", resp, err)
+	}
+	if len(open) == 0 {
+		return PullRequest{}, false, nil
+	}
+	n := open[0].GetNumber()
+	pr, resp, err := f.client.PullRequests.Edit(ctx, f.owner, f.name, n, &github.PullRequest{State: github.Ptr("closed")})
+	if err != nil {
+		return PullRequest{}, false, f.githubError(fmt.Sprintf("closing pull request #%d", n), resp, err)
+	}
+	return PullRequest{Number: int64(n), URL: pr.GetHTMLURL(), State: githubState(pr)}, true, nil
+}
+
 // githubState is the state of pr: merged, closed or open.
 func githubState(pr *github.PullRequest) State {
 	switch {

@@ -74,6 +74,26 @@ func (f *gitlabForge) EnsurePullRequest(ctx context.Context, spec PullRequestSpe
 	return PullRequest{Number: mr.IID, URL: mr.WebURL, State: gitlabState(mr.State), Created: true}, nil
 }
 
+// ClosePullRequest finds the open merge request of head (as
+// EnsurePullRequest does) and closes it (PUT state_event=close).
+func (f *gitlabForge) ClosePullRequest(ctx context.Context, head, base string) (PullRequest, bool, error) {
+	with := gitlab.WithContext(ctx)
+	open, resp, err := f.client.MergeRequests.ListProjectMergeRequests(f.project, &gitlab.ListProjectMergeRequestsOptions{
+		State: gitlab.Ptr("opened"), SourceBranch: gitlab.Ptr(head), TargetBranch: gitlab.Ptr(base),
+	}, with)
+	if err != nil {
+		return PullRequest{}, false, f.gitlabError("listing open merge requests", resp, err)
+	}
+	if len(open) == 0 {
+		return PullRequest{}, false, nil
+	}
+	mr, resp, err := f.client.MergeRequests.UpdateMergeRequest(f.project, open[0].IID, &gitlab.UpdateMergeRequestOptions{StateEvent: gitlab.Ptr("close")}, with)
+	if err != nil {
+		return PullRequest{}, false, f.gitlabError(fmt.Sprintf("closing merge request !%d", open[0].IID), resp, err)
+	}
+	return PullRequest{Number: mr.IID, URL: mr.WebURL, State: gitlabState(mr.State)}, true, nil
+}
+
 // userIDs looks the reviewers' user names up: GitLab takes reviewers by ID.
 func (f *gitlabForge) userIDs(ctx context.Context, usernames []string) ([]int64, error) {
 	var ids []int64

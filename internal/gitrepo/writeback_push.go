@@ -45,33 +45,9 @@ func (s *Session) push(ctx context.Context, commit plumbing.Hash, ref plumbing.R
 	if err != nil {
 		return fmt.Errorf("reading the clone's configuration: %w", err)
 	}
-	err = s.remote.withDeadline(ctx, "pushing to", func(ctx context.Context, proxy transport.ProxyOptions) (err error) {
-		ep, err := transport.NewEndpoint(s.remote.URL)
+	err = s.receivePack(ctx, "pushing to", func(ctx context.Context, session transport.ReceivePackSession, adv *packp.AdvRefs) error {
+		old, err := advertised(adv, ref)
 		if err != nil {
-			return err
-		}
-		ep.CaBundle, ep.Proxy = s.remote.caBundle, proxy
-		c, err := client.NewClient(ep)
-		if err != nil {
-			return err
-		}
-		session, err := c.NewReceivePackSession(ep, s.remote.auth)
-		if err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, session.Close()) }()
-		adv, err := session.AdvertisedReferencesContext(ctx)
-		if err != nil {
-			return err
-		}
-		refs, err := adv.AllReferences()
-		if err != nil {
-			return err
-		}
-		old := plumbing.ZeroHash
-		if r, err := refs.Reference(ref); err == nil {
-			old = r.Hash()
-		} else if !errors.Is(err, plumbing.ErrReferenceNotFound) {
 			return err
 		}
 		if old == commit {
@@ -109,6 +85,49 @@ func (s *Session) push(ctx context.Context, commit plumbing.Hash, ref plumbing.R
 		return nil
 	})
 	return classify(err)
+}
+
+// receivePack opens a receive-pack session with the remote, within its
+// timeout, and calls fn with it and the references it advertised.
+func (s *Session) receivePack(ctx context.Context, what string, fn func(context.Context, transport.ReceivePackSession, *packp.AdvRefs) error) error {
+	return s.remote.withDeadline(ctx, what, func(ctx context.Context, proxy transport.ProxyOptions) (err error) {
+		ep, err := transport.NewEndpoint(s.remote.URL)
+		if err != nil {
+			return err
+		}
+		ep.CaBundle, ep.Proxy = s.remote.caBundle, proxy
+		c, err := client.NewClient(ep)
+		if err != nil {
+			return err
+		}
+		session, err := c.NewReceivePackSession(ep, s.remote.auth)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, session.Close()) }()
+		adv, err := session.AdvertisedReferencesContext(ctx)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, session, adv)
+	})
+}
+
+// advertised returns the commit the remote advertised ref at, zero when
+// it has no such ref.
+func advertised(adv *packp.AdvRefs, ref plumbing.ReferenceName) (plumbing.Hash, error) {
+	refs, err := adv.AllReferences()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	r, err := refs.Reference(ref)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return plumbing.ZeroHash, nil
+	case err != nil:
+		return plumbing.ZeroHash, err
+	}
+	return r.Hash(), nil
 }
 
 // isAncestor reports whether old is zero (a new ref) or commit or one of

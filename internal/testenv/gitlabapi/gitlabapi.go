@@ -240,8 +240,11 @@ func (p *Project) update(w http.ResponseWriter, r *http.Request, mr *MergeReques
 		return
 	}
 	p.apply(mr, in)
-	if in.StateEvent == "reopen" {
+	switch in.StateEvent {
+	case "reopen":
 		mr.State = "opened"
+	case "close":
+		mr.State = "closed"
 	}
 	writeJSON(w, http.StatusOK, p.json(mr))
 }
