@@ -223,3 +223,20 @@ func TestOthersCommits(t *testing.T) {
 	g.Expect(othersCommits([]gitrepo.BranchCommit{own, alice, amended}, true, uprev)).To(Equal("it has commits uprev did not make (2222222222, 3333333333)"))
 	g.Expect(othersCommits([]gitrepo.BranchCommit{own}, false, uprev)).To(Equal("it has more than 100 commits its base does not have"))
 }
+
+// TestRetiredGroupSummary: the Ready message says what a run did to a
+// group with nothing left to propose, or why it left it.
+func TestRetiredGroupSummary(t *testing.T) {
+	g := NewWithT(t)
+	gone := retiredGroup{group: "app", branch: "uprev/updates-app", why: "the group is gone"}
+	g.Expect(gone.summary()).To(BeEmpty(), "nothing to do: branch and pull request already gone")
+	closed := gone
+	closed.closed, closed.deleted = &forge.PullRequest{Number: 4}, true
+	g.Expect(closed.summary()).To(Equal("closed pull request #4 and deleted branch uprev/updates-app (app): the group is gone"))
+	left := gone
+	left.left = "it has commits uprev did not make (3f1c2a9b0d)"
+	g.Expect(left.summary()).To(Equal("left branch uprev/updates-app (app) and its pull request for a person: the group is gone, but it has commits uprev did not make (3f1c2a9b0d)"))
+	moved := gone
+	moved.closed, moved.left = &forge.PullRequest{Number: 4}, "someone pushed to it meanwhile"
+	g.Expect(moved.summary()).To(Equal("closed pull request #4 (app): the group is gone; left branch uprev/updates-app for a person: someone pushed to it meanwhile"))
+}

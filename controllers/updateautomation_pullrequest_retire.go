@@ -191,7 +191,10 @@ func fetchedBase(history *gitrepo.History, auto *uprevv1.UpdateAutomation) strin
 // as `closed pull request #4 and deleted branch
 // uprev/updates-app (app): the group is gone (…)`, or what was left.
 func (g retiredGroup) summary() string {
-	if g.left != "" {
+	switch {
+	case g.left != "" && g.closed != nil:
+		return fmt.Sprintf("closed pull request #%d (%s): %s; left branch %s for a person: %s", g.closed.Number, g.group, g.why, g.branch, g.left)
+	case g.left != "":
 		return fmt.Sprintf("left branch %s (%s) and its pull request for a person: %s, but %s", g.branch, g.group, g.why, g.left)
 	}
 	var done []string
