@@ -54,6 +54,8 @@ type planOptions struct {
 	githubAPI      string
 	// gates are the cluster's ReleaseGates, read for --notes.
 	gates []uprevv1.ReleaseGate
+	// sources are the cluster's ReleaseSources, read for --notes.
+	sources []uprevv1.ReleaseSource
 	// set names the flags given on the command line, which win over the
 	// automation's values.
 	set map[string]bool
@@ -86,7 +88,7 @@ func newPlanCommand(opts Options) *cobra.Command {
 	fs.StringVar(&o.pushBranch, "push-branch", "", "The automation's push branch (spec.git.push.branch): reverts on it hold versions too.")
 	fs.StringVar(&o.releaseHolds, "release-holds", "", "Release holds, as the annotation "+uprevv1.HoldReleaseAnnotation+` does: "*", or comma-separated "<namespace>/<policy> <version>".`)
 	fs.BoolVar(&o.allowDowngrade, "allow-downgrade", false, "Allow changes to lower versions, as spec.allowDowngrade does.")
-	fs.BoolVar(&o.notes, "notes", false, "Also print, per image update, what its pull request body would say: what the ReleaseGates checked of the new version, and the release notes between the two versions (read anonymously from the registry, and from github.com's and gitlab.com's APIs; $GITHUB_TOKEN is sent to GitHub's when set).")
+	fs.BoolVar(&o.notes, "notes", false, "Also print, per update, what its pull request body would say: what the ReleaseGates checked of the new version, and the release notes between the two versions (read anonymously from the registry, from github.com's and gitlab.com's APIs, and from ReleaseSources' servers without their Secrets; $GITHUB_TOKEN is sent to GitHub's when set).")
 	fs.StringVar(&o.githubAPI, "github-api", notes.GitHubAPI.URL, "With --notes, the API that serves the releases of sources on github.com.")
 	fs.StringVar(&o.automation, "automation", "", "Take --push-branch, --release-holds and --allow-downgrade from this UpdateAutomation (or, when there is none of that name, Flux ImageUpdateAutomation) of --namespace in the --kubeconfig cluster; flags given as well win.")
 	return cmd
@@ -231,6 +233,11 @@ func (o *planOptions) readCluster(ctx context.Context, stderr io.Writer) (map[up
 			return nil, nil, nil, fmt.Errorf("listing release gates: %w", err)
 		}
 		o.gates = list.Items
+		var sourceList uprevv1.ReleaseSourceList
+		if err := c.List(ctx, &sourceList, client.InNamespace(o.namespace)); err != nil {
+			return nil, nil, nil, fmt.Errorf("listing release sources: %w", err)
+		}
+		o.sources = sourceList.Items
 	}
 	return policies, assets, gated, nil
 }

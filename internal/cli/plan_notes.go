@@ -11,6 +11,7 @@ import (
 	"github.com/uprev-dev/uprev/internal/outbound"
 	"github.com/uprev-dev/uprev/internal/plan"
 	"github.com/uprev-dev/uprev/internal/registry"
+	"github.com/uprev-dev/uprev/internal/source"
 )
 
 // notesTimeout bounds the finding of all the notes of a plan, as the
@@ -18,10 +19,11 @@ import (
 const notesTimeout = 20 * time.Second
 
 // writeNotes writes, after the plan, what the pull request body would
-// say of its image updates (--notes): the gates' verdicts from o.gates and
-// the release notes, read anonymously from the registries and from the
-// public APIs of github.com (o.githubAPI, with $GITHUB_TOKEN when set)
-// and gitlab.com, through the outbound layer.
+// say of its updates (--notes): the gates' verdicts from o.gates and the
+// release notes, read anonymously from the registries, from the public
+// APIs of github.com (o.githubAPI, with $GITHUB_TOKEN when set) and
+// gitlab.com, and from the servers of the ReleaseSources o.sources
+// (without their Secrets), through the outbound layer.
 func (o *planOptions) writeNotes(ctx context.Context, p *plan.Plan, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, notesTimeout)
 	defer cancel()
@@ -31,8 +33,10 @@ func (o *planOptions) writeNotes(ctx context.Context, p *plan.Plan, w io.Writer)
 		Registry: func(ctx context.Context, _ string) (notes.Registry, error) {
 			return scanner.Client(ctx, registry.Access{})
 		},
-		GitHub: notes.API{Kind: notes.GitHub, URL: o.githubAPI, Token: os.Getenv("GITHUB_TOKEN")},
-		Gates:  o.gates,
+		GitHub:       notes.API{Kind: notes.GitHub, URL: o.githubAPI, Token: os.Getenv("GITHUB_TOKEN")},
+		Gates:        o.gates,
+		Sources:      o.sources,
+		SourceReader: source.NewClient(source.Options{}),
 	})
 	if md == "" {
 		return nil

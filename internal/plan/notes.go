@@ -3,10 +3,13 @@ package plan
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/notes"
+	"github.com/uprev-dev/uprev/internal/source"
+	"github.com/uprev-dev/uprev/internal/sourcekind"
 	"github.com/uprev-dev/uprev/internal/update"
 )
 
@@ -23,22 +26,36 @@ type NotesInput struct {
 	GitHub notes.API
 	// Gates are the ReleaseGates whose status says what they checked.
 	Gates []uprevv1.ReleaseGate
+	// Sources are the ReleaseSources whose updates the notes of their kind
+	// are found for (sourcekind.Kind.Notes), read anonymously: a local run
+	// does not read their Secrets, so a private source's notes are left
+	// out, saying why.
+	Sources []uprevv1.ReleaseSource
+	// SourceReader reads the Helm repository indexes and JSON documents
+	// of Sources (through the outbound layer).
+	SourceReader *source.Client
 }
 
-// Notes returns the Markdown a pull request body gives the image updates
-// of p: per policy and version, what its ReleaseGates checked and the
-// release notes between the two versions, within the body's bounds.
+// Notes returns the Markdown a pull request body gives the updates of p:
+// per image policy and version, what its ReleaseGates checked and the
+// release notes between the two versions; per ReleaseSource, the notes of
+// its kind; within the body's bounds.
 func (p *Plan) Notes(ctx context.Context, in NotesInput) string {
 	var changes []notes.Change
 	seen := map[string]bool{}
 	for _, e := range p.Changes {
 		oldTag, newTag := tagOf(e.Old), tagOf(e.New)
 		key := e.Policy.String() + " " + oldTag + " " + newTag
-		if e.Policy.Kind == update.SourceKind || seen[key] {
+		if seen[key] {
 			continue
 		}
 		seen[key] = true
 		c := notes.Change{Title: fmt.Sprintf("%s: %s --> %s", e.Policy, oldTag, newTag)}
+		if e.Policy.Kind == update.SourceKind {
+			in.sourceNotes(ctx, &c, e.Policy, oldTag, newTag)
+			changes = append(changes, c)
+			continue
+		}
 		c.Checked = notes.GateChecks(gatesOf(in.Gates, e.Policy.Namespace), e.Policy.Name, newTag, nil)
 		reg, err := in.Registry(ctx, e.Image)
 		if err != nil {
@@ -49,6 +66,31 @@ func (p *Plan) Notes(ctx context.Context, in NotesInput) string {
 		changes = append(changes, c)
 	}
 	return notes.Render(changes, notes.MaxBodyChars)
+}
+
+// sourceNotes fills c with the notes of the update of the ReleaseSource
+// key from old to new, as the controller finds them, without the source's
+// credentials.
+func (in NotesInput) sourceNotes(ctx context.Context, c *notes.Change, key update.PolicyKey, old, new string) {
+	i := slices.IndexFunc(in.Sources, func(rs uprevv1.ReleaseSource) bool {
+		return rs.Namespace == key.Namespace && rs.Name == key.Name
+	})
+	if i < 0 {
+		c.Missing = "the ReleaseSource was not read"
+		return
+	}
+	rs := in.Sources[i]
+	kind, err := sourcekind.Of(rs.Spec)
+	if err != nil {
+		c.Missing = err.Error()
+		return
+	}
+	access := source.Access{}
+	if rs.Spec.Timeout != nil {
+		access.Timeout = rs.Spec.Timeout.Duration
+	}
+	readers := sourcekind.NotesReaders{Fetcher: in.Fetcher, Sources: in.SourceReader, GitHub: in.GitHub, APIFor: in.apiFor}
+	kind.Notes(ctx, c, readers, rs.Namespace+"/"+rs.Name, access, old, new)
 }
 
 // apiFor is the API of a source's releases for a local run: GitHub's and
