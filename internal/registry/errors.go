@@ -33,6 +33,9 @@ var (
 	// ErrTagListTooLarge means a repository's tag list went past the
 	// Scanner's bound on tags, bytes or pages.
 	ErrTagListTooLarge = errors.New("the tag list is larger than allowed")
+	// ErrManifestTooLarge means a manifest, an image index or a referrers
+	// index was larger than MaxManifestBytes; it is not parsed.
+	ErrManifestTooLarge = errors.New("the manifest is larger than allowed")
 )
 
 // maxErrorText is the longest text of a registry's answer kept in an
@@ -62,7 +65,7 @@ func (e shortError) Unwrap() error { return e.err }
 func classify(err error) error {
 	var terr *transport.Error
 	switch {
-	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrTagListTooLarge):
+	case errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrTagListTooLarge), errors.Is(err, ErrManifestTooLarge):
 		return err
 	case errors.Is(err, outbound.ErrDenied):
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -154,8 +154,9 @@ func withTagListBudget(ctx context.Context, budget *tagListBounds) context.Conte
 
 // answerTransport checks what a registry answers before go-containerregistry
 // reads it: a tag-list Link must stay on the registry's host, tag-list pages
-// spend the budget in the request context (pages and bytes), and an error
-// answer's body is read up to maxErrorBody only.
+// spend the budget in the request context (pages and bytes), a manifest or
+// referrers index is read up to MaxManifestBytes only (boundManifest), and
+// an error answer's body up to maxErrorBody only.
 //
 // It also works around go-containerregistry resolving a tag-list Link
 // header against the URL it sent (https, once its ping found TLS) and then
@@ -186,6 +187,9 @@ func (t *answerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if budget != nil && strings.HasSuffix(req.URL.Path, "/tags/list") {
 		resp.Body = &budgetBody{ReadCloser: resp.Body, budget: budget}
+	}
+	if err := boundManifest(req, resp); err != nil {
+		return nil, err
 	}
 	if resp.Header.Get("Link") == "" || resp.Request == nil {
 		return resp, nil

@@ -2,6 +2,7 @@ package signature_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -167,6 +168,61 @@ func TestAttestationsOfASlowStore(t *testing.T) {
 			_, err = v.Verify(t.Context(), e.client, e.image, e.digest, policy, "scan")
 			g.Expect(time.Since(start)).To(BeNumerically("<", timeout+2*time.Second))
 			g.Expect(err).To(MatchError(ContainSubstring("the signatures of " + e.digest + " not read within 1s")))
+		})
+	}
+}
+
+// fiftyMB is the size of the manifests a hostile registry serves.
+const fiftyMB = 50 << 20
+
+// TestAttestationManifestsOf50MB serves a 50 MB .att manifest, and a 50
+// MB referrers index, for one image: reading its attestations fails at
+// registry.MaxManifestBytes within a second or two, having taken a few
+// MB of the registry's answer, while the attestations of another image
+// of the same registry, judged at the same time, pass.
+func TestAttestationManifestsOf50MB(t *testing.T) {
+	key := signing.NewKey(t)
+	req := signature.Requirements{SBOM: true}
+	for name, hostile := range map[string]func(r *http.Request) bool{
+		"the .att manifest":   func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, ".att") },
+		"the referrers index": func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/referrers/") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			var served atomic.Int64
+			e := newEnvWith(t, 30*time.Second, testregistry.WithWrap(func(store http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/v2/app/") || !hostile(r) {
+						store.ServeHTTP(w, r)
+						return
+					}
+					w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")
+					n, err := w.Write([]byte(`{"schemaVersion":2,"manifests":[`))
+					served.Add(int64(n))
+					entry := []byte(`{"mediaType":"application/vnd.oci.image.manifest.v1+json","size":1,"digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000"},`)
+					for sent := n; err == nil && sent < fiftyMB; sent += n {
+						n, err = w.Write(entry)
+						served.Add(int64(n))
+					}
+				})
+			}))
+			key.AttestTag(t, e.reg, "app", e.digest, signing.SPDXDocument, signing.SPDX)
+			other := e.reg.PushImage(t, "other", "1.0.0")
+			key.Attest(t, e.reg, "other", other, signing.SPDXDocument, signing.SPDX)
+			policy := compile(t, keySpec(t, key))
+
+			otherDone := make(chan signature.AttestationVerdict, 1)
+			go func() {
+				v, _ := signature.Attestations(t.Context(), e.client, e.reg.Image("other"), other, policy, req, time.Now())
+				otherDone <- v
+			}()
+			start := time.Now()
+			_, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, policy, req, time.Now())
+			g.Expect(time.Since(start)).To(BeNumerically("<", 3*time.Second))
+			g.Expect(err).To(MatchError(registry.ErrManifestTooLarge))
+			g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("is more than %d bytes", registry.MaxManifestBytes))))
+			g.Expect(served.Load()).To(BeNumerically("<", registry.MaxManifestBytes+8<<20), "bytes of the 50 MB answer served")
+			g.Eventually(otherDone).WithTimeout(5 * time.Second).Should(Receive(HaveField("Passed", BeTrue())))
 		})
 	}
 }
