@@ -117,6 +117,7 @@ FUZZ_TARGETS := \
 	./internal/guard:FuzzParseUpdateTrailers \
 	./internal/kubeconfig:FuzzRESTConfig \
 	./internal/policy:FuzzSelectLatest \
+	./internal/signature:FuzzSplitJSON \
 	./internal/signature:FuzzTagSignature \
 	./internal/update:FuzzParseMarker \
 	./internal/update:FuzzRewrite \

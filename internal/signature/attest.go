@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,8 +94,11 @@ type AttestationVerdict struct {
 // those signed as policy (a cosign key or keyless policy) accepts count.
 // They are read from the Sigstore bundles among the digest's referrers
 // and from the cosign 2 tag AttestationTag(digest), at most MaxSignatures
-// of each, each at most MaxSignatureBytes, all within one call's timeout
-// of reg. now dates a scan.
+// of each, all within one call's timeout of reg. One over
+// MaxSignatureBytes counts only as a key-signed SBOM read as a stream, up
+// to MaxSBOMLayerBytes, at most MaxStreamedAttestations of them
+// (largeAttestation); a refusal names each that did not count and why.
+// now dates a scan.
 func Attestations(ctx context.Context, reg Registry, image, digest string, policy Policy, req Requirements, now time.Time) (AttestationVerdict, error) {
 	p, ok := policy.(*cosignPolicy)
 	if !ok {
@@ -116,15 +120,41 @@ func Attestations(ctx context.Context, reg Registry, image, digest string, polic
 	}
 	ctx, done, cancel := withReadDeadline(ctx, reg, "the attestations of "+digest)
 	defer cancel()
-	entities, err := referrerBundles(ctx, reg, image, hash)
-	if err = done(err); err != nil {
-		return AttestationVerdict{}, err
-	}
-	tagged, err := tagAttestations(ctx, reg, image, hash)
-	if err = done(err); err != nil {
-		return AttestationVerdict{}, err
-	}
 	var statements []*intoto.Statement
+	// notes say why attestations over MaxSignatureBytes do not count; a
+	// refusal names them, so that none is silently absent.
+	var notes []string
+	streamed := 0
+	large := func(img v1.Image, layer v1.Descriptor, where string) error {
+		if reads := layer.Size <= MaxSBOMLayerBytes && p.keys != nil; reads && streamed == MaxStreamedAttestations {
+			notes = append(notes, fmt.Sprintf("%s (layer %s, %d bytes) was not read: %d attestations over %d bytes were read already",
+				where, layer.Digest, layer.Size, MaxStreamedAttestations, MaxSignatureBytes))
+			return nil
+		} else if reads {
+			streamed++
+		}
+		st, note, err := p.largeAttestation(img, layer, hash, where)
+		if st != nil {
+			statements = append(statements, st)
+		} else if note != "" {
+			notes = append(notes, note)
+		}
+		return err
+	}
+	entities, err := referrerBundles(ctx, reg, image, hash, large)
+	if err = done(err); err != nil {
+		return AttestationVerdict{}, err
+	}
+	tagged, err := tagAttestations(ctx, reg, image, hash, large)
+	if err = done(err); err != nil {
+		return AttestationVerdict{}, err
+	}
+	refuse := func(typ, reason string) (AttestationVerdict, error) {
+		if len(notes) > 0 {
+			reason += "; " + strings.Join(notes, "; ")
+		}
+		return AttestationVerdict{Type: typ, Reason: digest + ": " + reason}, nil
+	}
 	for _, e := range append(entities, tagged...) {
 		if !p.verifyEntity(e).Verified {
 			continue
@@ -135,15 +165,15 @@ func Attestations(ctx context.Context, reg Registry, image, digest string, polic
 	}
 	if req.Provenance != nil {
 		if reason := checkProvenance(statements, *req.Provenance, workflow); reason != "" {
-			return AttestationVerdict{Type: ProvenanceAttestation, Reason: digest + ": " + reason}, nil
+			return refuse(ProvenanceAttestation, reason)
 		}
 	}
-	if req.SBOM && !hasSBOM(statements) {
-		return AttestationVerdict{Type: SBOMAttestation, Reason: digest + ": no SPDX or CycloneDX attestation"}, nil
+	if req.SBOM && !slices.ContainsFunc(statements, func(st *intoto.Statement) bool { return isSBOM(st.GetPredicateType()) }) {
+		return refuse(SBOMAttestation, "no SPDX or CycloneDX attestation")
 	}
 	if req.Vulnerabilities != nil {
 		if reason := checkVulnerabilities(statements, *req.Vulnerabilities, now); reason != "" {
-			return AttestationVerdict{Type: VulnerabilitiesAttestation, Reason: digest + ": " + reason}, nil
+			return refuse(VulnerabilitiesAttestation, reason)
 		}
 	}
 	return AttestationVerdict{Passed: true}, nil
@@ -238,14 +268,7 @@ func checkProvenance(statements []*intoto.Statement, want ProvenanceRequirement,
 	return reason
 }
 
-// hasSBOM tells whether a statement is an SBOM.
-func hasSBOM(statements []*intoto.Statement) bool {
-	for _, st := range statements {
-		for _, prefix := range sbomPredicates {
-			if strings.HasPrefix(st.GetPredicateType(), prefix) {
-				return true
-			}
-		}
-	}
-	return false
+// isSBOM tells whether predicateType is an SBOM's.
+func isSBOM(predicateType string) bool {
+	return slices.ContainsFunc(sbomPredicates, func(prefix string) bool { return strings.HasPrefix(predicateType, prefix) })
 }

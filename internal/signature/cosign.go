@@ -171,7 +171,7 @@ func (p *cosignPolicy) verify(ctx context.Context, reg Registry, image, digest s
 	if err != nil {
 		return Verdict{}, err
 	}
-	bundles, err := referrerBundles(ctx, reg, image, hash)
+	bundles, err := referrerBundles(ctx, reg, image, hash, nil)
 	if err != nil {
 		return Verdict{}, err
 	}

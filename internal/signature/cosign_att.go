@@ -26,19 +26,20 @@ func AttestationTag(digest string) string {
 // tagAttestations reads the attestations of the cosign 2 layout (`cosign
 // attest` before cosign 3): the DSSE envelopes in the layers of the
 // manifest at AttestationTag(digest), at most MaxSignatures, each at most
-// MaxSignatureBytes (a larger one is skipped), with their key or
+// MaxSignatureBytes (a larger one goes to large, or is skipped when large
+// is nil), with their key or
 // certificate and Rekor entry in the layer annotations. An envelope whose
 // statement names another digest is left out.
-func tagAttestations(ctx context.Context, reg Registry, image string, digest v1.Hash) ([]signedEntity, error) {
+func tagAttestations(ctx context.Context, reg Registry, image string, digest v1.Hash, large largeLayer) ([]signedEntity, error) {
 	want, err := hex.DecodeString(digest.Hex)
 	if err != nil {
 		return nil, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
 	}
 	tag := AttestationTag(digest.String())
 	keep := func(layer v1.Descriptor) bool {
-		return layer.MediaType == DSSEMediaType && layer.Size <= MaxSignatureBytes
+		return layer.MediaType == DSSEMediaType && (large != nil || layer.Size <= MaxSignatureBytes)
 	}
-	out, err := tagLayers(ctx, reg, image, tag, keep, func(i int, layer v1.Descriptor, data []byte) (signedEntity, bool) {
+	out, err := tagLayers(ctx, reg, image, tag, keep, large, func(i int, layer v1.Descriptor, data []byte) (signedEntity, bool) {
 		var env dsse.Envelope
 		if json.Unmarshal(data, &env) != nil {
 			return signedEntity{}, false
@@ -67,13 +68,5 @@ func tagAttestations(ctx context.Context, reg Registry, image string, digest v1.
 // digest among its subjects.
 func envelopeNames(e *tagEntity, digest v1.Hash) bool {
 	st, err := statementOf(e)
-	if err != nil {
-		return false
-	}
-	for _, subject := range st.GetSubject() {
-		if subject.GetDigest()[digest.Algorithm] == digest.Hex {
-			return true
-		}
-	}
-	return false
+	return err == nil && statementSubjects(st, digest)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	intoto "github.com/in-toto/attestation/go/v1"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -36,7 +37,7 @@ func tagSignatures(ctx context.Context, reg Registry, image string, digest v1.Ha
 	keep := func(layer v1.Descriptor) bool {
 		return layer.MediaType == SimpleSigningMediaType && layer.Annotations[SignatureAnnotation] != ""
 	}
-	out, err := tagLayers(ctx, reg, image, tag, keep, func(i int, layer v1.Descriptor, payload []byte) (signedEntity, bool) {
+	out, err := tagLayers(ctx, reg, image, tag, keep, nil, func(i int, layer v1.Descriptor, payload []byte) (signedEntity, bool) {
 		var claim simpleSigning
 		if json.Unmarshal(payload, &claim) != nil || claim.Critical.Image.DockerManifestDigest != digest.String() {
 			return signedEntity{}, false
@@ -61,9 +62,10 @@ func tagSignatures(ctx context.Context, reg Registry, image string, digest v1.Ha
 
 // tagLayers reads the manifest at tag of image (cosign 2's layouts) and
 // gives each of its first MaxSignatures layers that keep accepts, with its
-// content, to entity; it returns the entities entity made. A tag that does
-// not exist holds none, and so does a manifest over MaxSignatureBytes.
-func tagLayers(ctx context.Context, reg Registry, image, tag string, keep func(v1.Descriptor) bool,
+// content, to entity; it returns the entities entity made. A layer over
+// MaxSignatureBytes goes to large when it is not nil. A tag that does not
+// exist holds none, and so does a manifest over MaxSignatureBytes.
+func tagLayers(ctx context.Context, reg Registry, image, tag string, keep func(v1.Descriptor) bool, large largeLayer,
 	entity func(i int, layer v1.Descriptor, data []byte) (signedEntity, bool)) ([]signedEntity, error) {
 	var out []signedEntity
 	err := reg.ReadTagged(ctx, image, tag, func(img v1.Image) error {
@@ -88,6 +90,12 @@ func tagLayers(ctx context.Context, reg Registry, image, tag string, keep func(v
 			if !keep(layer) {
 				continue
 			}
+			if layer.Size > MaxSignatureBytes && large != nil {
+				if err := large(img, layer, fmt.Sprintf("layer %d at tag %s", i, tag)); err != nil {
+					return err
+				}
+				continue
+			}
 			data, err := readBlob(img, layer)
 			if err != nil {
 				return fmt.Errorf("reading layer %s: %w", layer.Digest, err)
@@ -104,10 +112,15 @@ func tagLayers(ctx context.Context, reg Registry, image, tag string, keep func(v
 	return out, err
 }
 
+// largeLayer judges a layer of img over MaxSignatureBytes, which where
+// names for a person; its error ends the read.
+type largeLayer func(img v1.Image, layer v1.Descriptor, where string) error
+
 // referrerBundles reads the signatures of the cosign 3 layout: the
 // Sigstore bundles among the referrers of digest whose statement names
-// digest.
-func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.Hash) ([]signedEntity, error) {
+// digest. A bundle over MaxSignatureBytes goes to large, or is skipped
+// when large is nil.
+func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.Hash, large largeLayer) ([]signedEntity, error) {
 	descs, err := reg.Referrers(ctx, image, digest.String(), BundleArtifactType)
 	if err != nil {
 		return nil, fmt.Errorf("reading the signature bundles of %s@%s: %w", image, digest, err)
@@ -132,6 +145,9 @@ func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.
 					continue
 				}
 				if layer.Size > MaxSignatureBytes {
+					if large != nil {
+						return large(img, layer, fmt.Sprintf("bundle %s", desc.Digest))
+					}
 					// Too large to be read: as a bundle that does not
 					// parse, it verifies nothing, and others are read.
 					return nil
@@ -187,9 +203,11 @@ func statementNames(b *bundle.Bundle, digest v1.Hash) bool {
 		return false
 	}
 	st, err := env.Statement()
-	if err != nil {
-		return false
-	}
+	return err == nil && statementSubjects(st, digest)
+}
+
+// statementSubjects tells whether st names digest among its subjects.
+func statementSubjects(st *intoto.Statement, digest v1.Hash) bool {
 	for _, subject := range st.GetSubject() {
 		if subject.GetDigest()[digest.Algorithm] == digest.Hex {
 			return true

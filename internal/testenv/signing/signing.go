@@ -137,7 +137,13 @@ func (k *Key) Attest(t testing.TB, reg *registry.Registry, repo, digest, predica
 func (k *Key) pushStatement(t testing.TB, reg *registry.Registry, repo, attachedTo string, body []byte) string {
 	t.Helper()
 	const payloadType = "application/vnd.in-toto+json"
-	sig := k.sign(t, dsse.PAE(payloadType, body))
+	return k.pushSigned(t, reg, repo, attachedTo, payloadType, body, k.sign(t, dsse.PAE(payloadType, body)))
+}
+
+// pushSigned pushes the bundle of body with the DSSE signature sig by k
+// as a referrer of repo@attachedTo.
+func (k *Key) pushSigned(t testing.TB, reg *registry.Registry, repo, attachedTo, payloadType string, body, sig []byte) string {
+	t.Helper()
 	der, err := x509.MarshalPKIXPublicKey(k.priv.Public())
 	if err != nil {
 		t.Fatalf("encoding a public key: %v", err)
