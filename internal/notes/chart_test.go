@@ -80,3 +80,34 @@ func TestOCIChartNotes(t *testing.T) {
 		t.Errorf("rendered without home and source:\n%s", out)
 	}
 }
+
+// TestOCIChartNotesReadEverySource: a chart as `helm push` stores it names
+// its first source in an annotation and all in its config (its
+// Chart.yaml); the notes show every one, the first once, and read the
+// releases of the first.
+func TestOCIChartNotesReadEverySource(t *testing.T) {
+	reg := testregistry.Start(t)
+	const source, mirror = "https://github.com/acme/charts", "https://git.example/acme/agent"
+	push := func(version string) {
+		chart := testregistry.HelmChartAsPushed(t, "agent", version, testregistry.ChartMetadata{Sources: []string{source, mirror, source}})
+		reg.Push(t, "charts/agent", version, mutate.Annotations(chart, map[string]string{SourceLabel: source}).(v1.Image))
+	}
+	push("2.0.0")
+	push("2.1.0")
+	gh := githubapi.StartReleases(t)
+	gh.SetReleases("acme/charts", githubapi.Release{TagName: "2.1.0", Body: "chart 2.1.0"}, githubapi.Release{TagName: "2.0.0", Body: "old"})
+	client, err := registry.NewScanner(registry.ScannerOptions{}).Client(context.Background(), registry.Access{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), nil)
+	c := Change{Title: "charts"}
+	f.ImageNotes(context.Background(), &c, client, reg.Image("charts/agent"), "2.0.0", "2.1.0", func(string) API { return API{URL: gh.URL} })
+	if c.Source != source || strings.Join(c.MoreSources, " ") != mirror || c.Missing != "" {
+		t.Errorf("source %q, more sources %q, missing %q; want %q and %q", c.Source, c.MoreSources, c.Missing, source, mirror)
+	}
+	want := "- Source: " + source + "\n- Source: " + mirror + "\n"
+	if out := Render([]Change{c}, MaxBodyChars); !strings.Contains(out, want) || strings.Count(out, "- Source: ") != 2 || !strings.Contains(out, "chart 2.1.0") {
+		t.Errorf("rendered:\n%s\nwant its sources as\n%s", out, want)
+	}
+}

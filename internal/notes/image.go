@@ -2,7 +2,9 @@ package notes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -15,6 +17,9 @@ const (
 	SourceLabel = "org.opencontainers.image.source"
 	// RevisionLabel names the commit it is built from.
 	RevisionLabel = "org.opencontainers.image.revision"
+	// HelmConfigMediaType is the media type of a Helm chart's config in an
+	// OCI registry: its Chart.yaml, as JSON.
+	HelmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
 )
 
 // Registry reads images: registry.Client, with the access of the image's
@@ -32,16 +37,25 @@ type Registry interface {
 // a link comparing the two versions' RevisionLabel. A Helm chart in an OCI
 // registry carries its Chart.yaml there too, as Helm writes its manifest
 // annotations: its home (HomeLabel), its first source (SourceLabel) and its
-// annotations, whose ChangesAnnotation comes first in the notes. What
-// cannot be found is said in c.Missing; nothing fails.
+// annotations, whose ChangesAnnotation comes first in the notes; its other
+// sources are read from its config, its Chart.yaml. What cannot be found
+// is said in c.Missing; nothing fails.
 func (f *Fetcher) ImageNotes(ctx context.Context, c *Change, reg Registry, image, old, new string, apiFor func(source string) API) {
-	newLabels, err := ImageLabels(ctx, reg, image, new)
+	newLabels, chartSources, err := imageLabels(ctx, reg, image, new)
 	if err != nil {
 		c.Missing = "reading the image's labels: " + err.Error()
 		return
 	}
 	c.Source = newLabels[SourceLabel]
 	c.Home = newLabels[HomeLabel]
+	for _, s := range chartSources {
+		switch {
+		case c.Source == "":
+			c.Source = s
+		case s != c.Source && !slices.Contains(c.MoreSources, s):
+			c.MoreSources = append(c.MoreSources, s)
+		}
+	}
 	changes, hasChanges := ChartChanges(newLabels[ChangesAnnotation], new)
 	if hasChanges {
 		c.Releases = []Release{changes}
@@ -53,7 +67,7 @@ func (f *Fetcher) ImageNotes(ctx context.Context, c *Change, reg Registry, image
 		return
 	}
 	// The old version may be gone: no compare link then.
-	oldLabels, _ := ImageLabels(ctx, reg, image, old)
+	oldLabels, _, _ := imageLabels(ctx, reg, image, old)
 	c.CompareURL = CompareURL(c.Source, oldLabels[RevisionLabel], newLabels[RevisionLabel])
 	f.sourceReleases(ctx, c, old, new, apiFor)
 }
@@ -68,23 +82,25 @@ func (f *Fetcher) sourceReleases(ctx context.Context, c *Change, old, new string
 	c.Releases = append(c.Releases, releases...)
 }
 
-// ImageLabels returns the config labels and the manifest annotations of
-// tag of image (annotations win).
-func ImageLabels(ctx context.Context, reg Registry, image, tag string) (map[string]string, error) {
+// imageLabels returns the config labels and the manifest annotations of
+// tag of image (annotations win) and, for a Helm chart, the sources its
+// config (its Chart.yaml) names.
+func imageLabels(ctx context.Context, reg Registry, image, tag string) (labels map[string]string, chartSources []string, err error) {
 	digest, err := reg.Digest(ctx, image, tag)
 	if err != nil {
-		return nil, fmt.Errorf("%s:%s: %w", image, tag, err)
+		return nil, nil, fmt.Errorf("%s:%s: %w", image, tag, err)
 	}
-	labels := map[string]string{}
+	labels = map[string]string{}
 	err = reg.ReadArtifact(ctx, image, digest, func(img v1.Image) error {
-		cfg, err := img.ConfigFile()
+		m, err := img.Manifest()
 		if err != nil {
 			return err
 		}
-		for k, v := range cfg.Config.Labels {
-			labels[k] = v
+		if m.Config.MediaType == HelmConfigMediaType {
+			chartSources, err = helmChartSources(img)
+		} else {
+			err = configLabels(img, labels)
 		}
-		m, err := img.Manifest()
 		if err != nil {
 			return err
 		}
@@ -94,7 +110,35 @@ func ImageLabels(ctx context.Context, reg Registry, image, tag string) (map[stri
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s:%s: %w", image, tag, err)
+		return nil, nil, fmt.Errorf("%s:%s: %w", image, tag, err)
 	}
-	return labels, nil
+	return labels, chartSources, nil
+}
+
+// configLabels adds the labels of img's config to labels.
+func configLabels(img v1.Image, labels map[string]string) error {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	for k, v := range cfg.Config.Labels {
+		labels[k] = v
+	}
+	return nil
+}
+
+// helmChartSources are the sources of a Helm chart's config, its
+// Chart.yaml as JSON.
+func helmChartSources(img v1.Image) ([]string, error) {
+	raw, err := img.RawConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	var chart struct {
+		Sources []string `json:"sources"`
+	}
+	if err := json.Unmarshal(raw, &chart); err != nil {
+		return nil, fmt.Errorf("reading the chart's config: %w", err)
+	}
+	return chart.Sources, nil
 }
