@@ -2,15 +2,15 @@ package controllers
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
-	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
+	"github.com/uprev-dev/uprev/internal/testenv/gitea"
 )
 
 // crdYAML is a CRD manifest with versions given as name:served:storage.
@@ -55,13 +55,18 @@ func TestCRDVersionRemovals(t *testing.T) {
 	}
 }
 
-// TestPullRequestBodyWarnsOfCRDVersionRemoved: a chart bump whose CRD no
-// longer serves a version it served puts a warning at the top of the pull
-// request, naming the CRD and the version.
+// TestPullRequestBodyWarnsOfCRDVersionRemoved: on a real Gitea, a chart
+// bump whose CRD no longer serves a version it served puts a warning at
+// the top of the pull request, naming the CRD and the version, before the
+// change and what uprev checked. The whole body is compared.
 func TestPullRequestBodyWarnsOfCRDVersionRemoved(t *testing.T) {
 	g := NewWithT(t)
-	gh := githubapi.StartRepository(t, "acme", "fleet", "forge-token")
-	f := newAutomationFixture(t, nil, map[string]string{"clusters/agent/release.yaml": agentRelease})
+	forge := gitea.Start(t)
+	f := newAutomationFixture(t, nil, nil)
+	gitURL := forge.CreateRepo(t, fleetRepo, "main", map[string]string{"clusters/agent/release.yaml": f.expand(agentRelease)})
+	g.Expect(k8s.Create(context.Background(), secretWith(f.ns, "git", map[string][]byte{
+		"username": []byte(forge.Admin), "password": []byte(forge.Token),
+	}))).To(Succeed())
 	twoVersions := strings.Replace(testCRD("agents", "Agent", "1.0.0"), "  versions:\n",
 		"  versions:\n  - name: v1beta1\n    served: true\n    storage: false\n    schema: {openAPIV3Schema: {type: object}}\n", 1)
 	f.pushChart("charts/agent", "1.0.0", map[string]string{"crds/agents.yaml": twoVersions})
@@ -69,18 +74,32 @@ func TestPullRequestBodyWarnsOfCRDVersionRemoved(t *testing.T) {
 	newPolicy(t, f.ns, "agent", semverChoice(">=1.0.0 <2.0.0"), func(p *imagev1.ImagePolicy) {
 		p.Spec.ImageRepositoryRef.Name = "chart"
 	})
-	g.Expect(k8s.Create(context.Background(), secretWith(f.ns, "forge", map[string][]byte{"token": []byte("forge-token")}))).To(Succeed())
-	auto := newAutomation(t, f.ns, f.url, withChartCRDs, withPullRequest(uprevv1.PullRequestSpec{
-		Provider: "github", URL: gh.URL, Repository: "acme/fleet", SecretRef: &meta.LocalObjectReference{Name: "forge"},
-	}))
+	auto := newAutomation(t, f.ns, gitURL, withSecret("git"), withChartCRDs, withPullRequest(uprevv1.PullRequestSpec{Provider: "gitea", URL: forge.URL}))
 	st := waitForPullRequest(t, auto, "")
-	g.Expect(gh.PullRequests()[0].Body).NotTo(ContainSubstring("Warning"))
+	body := func() string {
+		pr, _, err := forge.Client(t).GetPullRequest(forge.Admin, fleetRepo, st.PullRequest.Number)
+		g.Expect(err).NotTo(HaveOccurred())
+		return pr.Body
+	}
+	g.Expect(body()).NotTo(ContainSubstring("Warning"))
 
 	f.pushChart("charts/agent", "1.1.0", map[string]string{"crds/agents.yaml": testCRD("agents", "Agent", "1.1.0")})
 	requestReconcile(t, chartRepo)
-	waitForPullRequest(t, auto, st.LastPushCommit)
-	body := gh.PullRequests()[0].Body
-	g.Expect(body).To(HavePrefix("### Warnings\n\n" +
+	st = waitForPullRequest(t, auto, st.LastPushCommit)
+	got := body()
+	seen := regexp.MustCompile(`(?m)^- First seen: \S+ \(\d+ (min|h|days) ago\)$`).FindString(got)
+	g.Expect(seen).NotTo(BeEmpty(), got)
+	want := "### Warnings\n\n" +
 		"- **Warning:** CRD `agents.example.com` drops version `v1beta1`, which it served: clients and manifests that use `v1beta1` stop working\n\n" +
-		"### Changes\n\n"))
+		"### Changes\n\n" +
+		"- `clusters/agent/release.yaml` (NS/agent): `1.0.0` --> `1.1.0`\n\n" +
+		"### Release notes\n\n" +
+		"**NS/agent: 1.0.0 --> 1.1.0**\n\n" +
+		"SEEN\n" +
+		"- No release notes: the new version has no org.opencontainers.image.source label or annotation.\n\n\n" +
+		"### CRDs\n\n" +
+		"- crds: agents.example.com 1.0.0 --> 1.1.0\n\n" +
+		"---\nOpened by uprev for UpdateAutomation NS/fleet at HEAD" +
+		". Each push to the branch updates this description; once merged or closed, the next change opens a new pull request.\n"
+	g.Expect(got).To(Equal(strings.NewReplacer("SEEN", seen, "NS", f.ns, "HEAD", st.LastPushCommit[:10]).Replace(want)))
 }
