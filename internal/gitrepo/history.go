@@ -133,12 +133,9 @@ func (h *History) resolve(branch string) (plumbing.Hash, bool, error) {
 // Message returns the message of the commit sha; found is false when the
 // repository does not have it.
 func (h *History) Message(sha string) (message string, found bool, err error) {
-	c, err := h.repo.CommitObject(plumbing.NewHash(sha))
-	switch {
-	case errors.Is(err, plumbing.ErrObjectNotFound):
-		return "", false, nil
-	case err != nil:
-		return "", false, fmt.Errorf("reading commit %s: %w", sha, err)
+	c, err := h.commit(sha)
+	if c == nil {
+		return "", false, err
 	}
 	return c.Message, true, nil
 }
@@ -147,12 +144,22 @@ func (h *History) Message(sha string) (message string, found bool, err error) {
 // the repository does not have it. Whoever made the commit wrote it: it
 // is untrusted text for whatever shows it.
 func (h *History) Author(sha string) (name string, found bool, err error) {
+	c, err := h.commit(sha)
+	if c == nil {
+		return "", false, err
+	}
+	return c.Author.Name, true, nil
+}
+
+// commit is the commit sha, or nil (and no error) when the repository
+// does not have it.
+func (h *History) commit(sha string) (*object.Commit, error) {
 	c, err := h.repo.CommitObject(plumbing.NewHash(sha))
 	switch {
 	case errors.Is(err, plumbing.ErrObjectNotFound):
-		return "", false, nil
+		return nil, nil
 	case err != nil:
-		return "", false, fmt.Errorf("reading commit %s: %w", sha, err)
+		return nil, fmt.Errorf("reading commit %s: %w", sha, err)
 	}
-	return c.Author.Name, true, nil
+	return c, nil
 }

@@ -59,13 +59,7 @@ func TestOCIChartNotes(t *testing.T) {
 	push("2.1.0", map[string]string{SourceLabel: source, HomeLabel: "https://agent.example", ChangesAnnotation: "- Add a PodDisruptionBudget\n"})
 	gh := githubapi.StartReleases(t)
 	gh.SetReleases("acme/charts", githubapi.Release{TagName: "2.1.0", Body: "chart 2.1.0"}, githubapi.Release{TagName: "2.0.0", Body: "old"})
-	client, err := registry.NewScanner(registry.ScannerOptions{}).Client(context.Background(), registry.Access{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), nil)
-	c := Change{Title: "charts"}
-	f.ImageNotes(context.Background(), &c, client, reg.Image("charts/agent"), "2.0.0", "2.1.0", func(string) API { return API{URL: gh.URL} })
+	c := chartNotes(t, reg, gh.URL)
 	var got []string
 	for _, r := range c.Releases {
 		got = append(got, r.Name+"="+strings.TrimSpace(r.Body))
@@ -96,13 +90,7 @@ func TestOCIChartNotesReadEverySource(t *testing.T) {
 	push("2.1.0")
 	gh := githubapi.StartReleases(t)
 	gh.SetReleases("acme/charts", githubapi.Release{TagName: "2.1.0", Body: "chart 2.1.0"}, githubapi.Release{TagName: "2.0.0", Body: "old"})
-	client, err := registry.NewScanner(registry.ScannerOptions{}).Client(context.Background(), registry.Access{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), nil)
-	c := Change{Title: "charts"}
-	f.ImageNotes(context.Background(), &c, client, reg.Image("charts/agent"), "2.0.0", "2.1.0", func(string) API { return API{URL: gh.URL} })
+	c := chartNotes(t, reg, gh.URL)
 	if c.Source != source || strings.Join(c.MoreSources, " ") != mirror || c.Missing != "" {
 		t.Errorf("source %q, more sources %q, missing %q; want %q and %q", c.Source, c.MoreSources, c.Missing, source, mirror)
 	}
@@ -110,4 +98,18 @@ func TestOCIChartNotesReadEverySource(t *testing.T) {
 	if out := Render([]Change{c}, MaxBodyChars); !strings.Contains(out, want) || strings.Count(out, "- Source: ") != 2 || !strings.Contains(out, "chart 2.1.0") {
 		t.Errorf("rendered:\n%s\nwant its sources as\n%s", out, want)
 	}
+}
+
+// chartNotes are the notes of charts/agent of reg from 2.0.0 to 2.1.0,
+// its releases read from the GitHub API at apiURL.
+func chartNotes(t *testing.T, reg *testregistry.Registry, apiURL string) Change {
+	t.Helper()
+	client, err := registry.NewScanner(registry.ScannerOptions{}).Client(context.Background(), registry.Access{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFetcher(outbound.Denylist{}.Client(5*time.Second), nil)
+	c := Change{Title: "charts"}
+	f.ImageNotes(context.Background(), &c, client, reg.Image("charts/agent"), "2.0.0", "2.1.0", func(string) API { return API{URL: apiURL} })
+	return c
 }
