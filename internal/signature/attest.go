@@ -95,9 +95,10 @@ type AttestationVerdict struct {
 // They are read from the Sigstore bundles among the digest's referrers
 // and from the cosign 2 tag AttestationTag(digest), at most MaxSignatures
 // of each, all within one call's timeout of reg. One over
-// MaxSignatureBytes counts only as a key-signed SBOM read as a stream, up
-// to MaxSBOMLayerBytes, at most MaxStreamedAttestations of them
-// (largeAttestation); a refusal names each that did not count and why.
+// MaxSignatureBytes counts only as an SBOM read as a stream, up to
+// MaxSBOMLayerBytes (MaxKeylessSBOMLayerBytes under a keyless policy),
+// at most MaxStreamedAttestations of them (largeAttestation); a refusal
+// names each that did not count and why.
 // now dates a scan.
 func Attestations(ctx context.Context, reg Registry, image, digest string, policy Policy, req Requirements, now time.Time) (AttestationVerdict, error) {
 	p, ok := policy.(*cosignPolicy)
@@ -126,14 +127,14 @@ func Attestations(ctx context.Context, reg Registry, image, digest string, polic
 	var notes []string
 	streamed := 0
 	large := func(img v1.Image, layer v1.Descriptor, where string) error {
-		if reads := layer.Size <= MaxSBOMLayerBytes && p.keys != nil; reads && streamed == MaxStreamedAttestations {
+		if _, bound, _ := p.largeBounds(); layer.Size <= bound && streamed == MaxStreamedAttestations {
 			notes = append(notes, fmt.Sprintf("%s (layer %s, %d bytes) was not read: %d attestations over %d bytes were read already",
 				where, layer.Digest, layer.Size, MaxStreamedAttestations, MaxSignatureBytes))
 			return nil
-		} else if reads {
+		} else if layer.Size <= bound {
 			streamed++
 		}
-		st, note, err := p.largeAttestation(img, layer, hash, where)
+		st, note, err := p.largeAttestation(ctx, img, layer, hash, where)
 		if st != nil {
 			statements = append(statements, st)
 		} else if note != "" {

@@ -82,20 +82,3 @@ func TestStreamedAttestationsPerDigest(t *testing.T) {
 		g.Expect(v.Reason).To(ContainSubstring("bundle " + b))
 	}
 }
-
-// TestLargeKeylessSBOM attests a 2 MB SBOM keyless: sigstore-go checks a
-// keyless attestation's log entry against its whole payload, so past
-// MaxSignatureBytes it is not read as a stream, and the refusal says so
-// rather than calling it absent.
-func TestLargeKeylessSBOM(t *testing.T) {
-	g := NewWithT(t)
-	e := newEnv(t)
-	s := signing.NewSigstore(t)
-	policy := compile(t, keylessSpec(t, s, `^https://github.com/acme/agent/\.github/workflows/release\.yaml@.*$`))
-	s.Attest(t, e.reg, "app", e.digest, releaseFlow, githubIssuer, signing.SPDXDocument, signing.LargeSPDX(2<<20))
-	v, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, policy, signature.Requirements{SBOM: true}, time.Now())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(v.Passed).To(BeFalse())
-	g.Expect(v.Reason).To(HavePrefix(e.digest + ": no SPDX or CycloneDX attestation; bundle sha256:"))
-	g.Expect(v.Reason).To(ContainSubstring("past that size only key-signed attestations are read, not keyless ones"))
-}

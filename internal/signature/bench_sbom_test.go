@@ -81,3 +81,33 @@ func BenchmarkLargeSBOM(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLargeKeylessSBOM judges a 12 MB SPDX SBOM attested keyless (a
+// referrers bundle of 16 MB with its certificate and log entry), whose
+// payload is held while sigstore-go checks it, and reports the bytes
+// allocated per judgement, the in-process registry's serving included.
+func BenchmarkLargeKeylessSBOM(b *testing.B) {
+	reg := testregistry.Start(b)
+	s := signing.NewSigstore(b)
+	digest := reg.PushImage(b, "app", "1.0.0")
+	s.Attest(b, reg, "app", digest, releaseFlow, githubIssuer, signing.SPDXDocument, signing.LargeSPDX(12<<20))
+	client, err := registry.NewScanner(registry.ScannerOptions{}).Client(b.Context(), registry.Access{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy, err := signature.Compile(signature.Spec{
+		Provider:    signature.Cosign,
+		Identities:  []signature.Identity{{Issuer: "^" + githubIssuer + "$", Subject: releaseIdentity}},
+		TrustedRoot: s.TrustedRoot(b),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := signature.Attestations(b.Context(), client, reg.Image("app"), digest, policy, signature.Requirements{SBOM: true}, time.Now())
+		if err != nil || !v.Passed {
+			b.Fatalf("%v %s", err, v.Reason)
+		}
+	}
+}

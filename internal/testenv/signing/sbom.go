@@ -37,10 +37,16 @@ func (k *Key) AttestAltered(t testing.TB, reg *registry.Registry, repo, digest, 
 	const payloadType = "application/vnd.in-toto+json"
 	body := attestation(reg.Image(repo), digest, predicateType, predicate)
 	sig := k.sign(t, dsse.PAE(payloadType, body))
+	return k.pushSigned(t, reg, repo, digest, payloadType, alterPredicate(body), sig)
+}
+
+// alterPredicate changes the last byte of the first string of the
+// predicate of the statement body, in a copy.
+func alterPredicate(body []byte) []byte {
 	altered := bytes.Clone(body)
 	i := bytes.Index(altered, []byte(`"predicate":`)) + len(`"predicate":`)
 	i += bytes.IndexByte(altered[i:], '"') + 1
 	i += bytes.IndexByte(altered[i:], '"') - 1
 	altered[i] ^= 1
-	return k.pushSigned(t, reg, repo, digest, payloadType, altered, sig)
+	return altered
 }

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -269,63 +268,7 @@ func (s *Sigstore) rekorBundle(t testing.TB, entry *tlog.Entry) string {
 // entry and inclusion proof, pushed as a referrer of the image.
 func (s *Sigstore) SignBundle(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer string) {
 	t.Helper()
-	s.pushStatement(t, reg, repo, digest, subject, issuer, statement(reg.Image(repo), digest))
-}
-
-// Attest attests predicate, of predicateType, about repo@digest keyless,
-// with a certificate for subject and issuer, as GitHub artifact
-// attestations and `cosign attest` do: a Sigstore bundle with its Rekor
-// entry, pushed as a referrer of the image.
-func (s *Sigstore) Attest(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer, predicateType string, predicate []byte) {
-	t.Helper()
-	s.pushStatement(t, reg, repo, digest, subject, issuer, attestation(reg.Image(repo), digest, predicateType, predicate))
-}
-
-// pushStatement signs the in-toto statement body keyless and pushes its
-// bundle as a referrer of repo@digest.
-func (s *Sigstore) pushStatement(t testing.TB, reg *registry.Registry, repo, digest, subject, issuer string, body []byte) {
-	t.Helper()
-	e, err := s.vs.AttestAtTime(subject, issuer, body, time.Now().Add(5*time.Minute), true)
-	if err != nil {
-		t.Fatalf("signing keyless: %v", err)
-	}
-	vc, err := e.VerificationContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := e.SignatureContent()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := sc.EnvelopeContent().RawEnvelope()
-	payload, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries, err := e.TlogEntries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tles := make([]*protorekor.TransparencyLogEntry, 0, len(entries))
-	for _, entry := range entries {
-		tles = append(tles, s.logEntry(t, entry))
-	}
-	pb := &protobundle.Bundle{
-		MediaType: signature.BundleArtifactType,
-		VerificationMaterial: &protobundle.VerificationMaterial{
-			Content:     &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: vc.Certificate().Raw}},
-			TlogEntries: tles,
-		},
-		Content: &protobundle.Bundle_DsseEnvelope{DsseEnvelope: &protodsse.Envelope{
-			Payload: payload, PayloadType: env.PayloadType,
-			Signatures: []*protodsse.Signature{{Sig: sig}},
-		}},
-	}
-	_ = pushBundle(t, reg, repo, digest, pb)
+	s.pushStatement(t, reg, repo, digest, subject, issuer, statement(reg.Image(repo), digest), nil)
 }
 
 // logEntry is entry as a bundle holds it: with its kind and version and
