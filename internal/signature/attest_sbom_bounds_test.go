@@ -37,12 +37,7 @@ func TestSBOMPastItsBounds(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			huge := testregistry.NewHugeBlob(t, hundredMB)
-			huge.Prefix = []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"`)
-			e := newEnvWith(t, 30*time.Second, testregistry.WithWrap(huge.Wrap))
-			subject, err := e.reg.Get("app", e.digest)
-			g.Expect(err).NotTo(HaveOccurred())
-			bundle := e.reg.PushManifest(t, "app", "", testregistry.OneLayer(signature.BundleArtifactType, signature.BundleArtifactType, c.declared, huge.Digest, &subject.Descriptor))
+			e, bundle, huge := hugeBundle(t, c.declared)
 
 			v, err := signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
 			g.Expect(huge.Served()).To(BeNumerically("<=", min(c.declared, signature.MaxSBOMLayerBytes)+8<<20), "bytes of the 100 MB bundle served")
@@ -59,6 +54,22 @@ func TestSBOMPastItsBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hugeBundle pushes a Sigstore bundle among the referrers of a new env's
+// digest whose layer declares declared bytes and streams 100 MB of DSSE
+// payload; it returns the env, the bundle's digest and its layer.
+func hugeBundle(t *testing.T, declared int64) (*env, string, *testregistry.HugeBlob) {
+	t.Helper()
+	huge := testregistry.NewHugeBlob(t, hundredMB)
+	huge.Prefix = []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"`)
+	e := newEnvWith(t, 30*time.Second, testregistry.WithWrap(huge.Wrap))
+	subject, err := e.reg.Get("app", e.digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := e.reg.PushManifest(t, "app", "", testregistry.OneLayer(signature.BundleArtifactType, signature.BundleArtifactType, declared, huge.Digest, &subject.Descriptor))
+	return e, bundle, huge
 }
 
 // TestStreamedAttestationsPerDigest pushes three 2 MB SBOMs, each

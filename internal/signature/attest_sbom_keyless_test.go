@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/uprev-dev/uprev/internal/signature"
-	testregistry "github.com/uprev-dev/uprev/internal/testenv/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/signing"
 )
 
@@ -112,21 +111,9 @@ func TestLargeKeylessSBOMRefused(t *testing.T) {
 		g.Expect(v.Reason).To(HaveSuffix("is signed by a certificate, not by a key of the secret"))
 	})
 
-	// pastBound pushes a bundle whose layer declares declared bytes and
-	// streams 100 MB of payload.
-	pastBound := func(t *testing.T, declared int64) (*env, string, *testregistry.HugeBlob) {
-		huge := testregistry.NewHugeBlob(t, hundredMB)
-		huge.Prefix = []byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"`)
-		e := newEnvWith(t, 30*time.Second, testregistry.WithWrap(huge.Wrap))
-		subject, err := e.reg.Get("app", e.digest)
-		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		bundle := e.reg.PushManifest(t, "app", "", testregistry.OneLayer(signature.BundleArtifactType, signature.BundleArtifactType, declared, huge.Digest, &subject.Descriptor))
-		return e, bundle, huge
-	}
-
 	t.Run("declared over the keyless bound", func(t *testing.T) {
 		declared := int64(signature.MaxKeylessSBOMLayerBytes + 1)
-		e, bundle, huge := pastBound(t, declared)
+		e, bundle, huge := hugeBundle(t, declared)
 		v := judge(t, e, signing.NewSigstore(t))
 		NewWithT(t).Expect(v.Reason).To(HavePrefix(fmt.Sprintf("%s: no SPDX or CycloneDX attestation; bundle %s (layer %s, %d bytes) is over the %d-byte bound of a keyless attestation and was not read",
 			e.digest, bundle, huge.Digest, declared, signature.MaxKeylessSBOMLayerBytes)))
@@ -135,7 +122,7 @@ func TestLargeKeylessSBOMRefused(t *testing.T) {
 
 	t.Run("statement over the keyless bound", func(t *testing.T) {
 		declared := int64(signature.MaxKeylessSBOMLayerBytes)
-		e, bundle, huge := pastBound(t, declared)
+		e, bundle, huge := hugeBundle(t, declared)
 		v := judge(t, e, signing.NewSigstore(t))
 		NewWithT(t).Expect(v.Reason).To(HavePrefix(fmt.Sprintf("%s: no SPDX or CycloneDX attestation; bundle %s (layer %s, %d bytes): its statement is more than %d bytes, the bound of a keyless attestation's statement",
 			e.digest, bundle, huge.Digest, declared, signature.MaxKeylessSBOMBytes)))
