@@ -61,7 +61,9 @@ func TestLargeKeylessSBOM(t *testing.T) {
 // Each refusal names the bundle and says why. Under a key policy, a
 // large keyless one does not count either.
 func TestLargeKeylessSBOMRefused(t *testing.T) {
-	sbom := signing.LargeSPDX(2 << 20)
+	// Its layer, in base64, is over MaxSignatureBytes: it is read as a
+	// stream.
+	sbom := signing.LargeSPDX(signature.MaxSignatureBytes)
 	req := signature.Requirements{SBOM: true}
 	judge := func(t *testing.T, e *env, s *signing.Sigstore) signature.AttestationVerdict {
 		t.Helper()
