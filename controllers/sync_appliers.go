@@ -12,8 +12,9 @@ import (
 const localConnection = "local"
 
 // targetAppliers keeps the Appliers of the targets of every Sync, so that
-// discovery, connections and remembered versions are reused across
-// reconciles, and shares one Applier between the targets, of any Syncs,
+// remembered versions are reused across reconciles (an Applier holds its
+// clients only while it applies; discovery is shared per API server by
+// apply.Shared), and shares one Applier between the targets, of any Syncs,
 // that reach one API server as one user: those whose kubeconfigs have one
 // kubeconfig.ConnectionKey (server, CA, proxy and every credential
 // field). Targets of different credentials never share an Applier, so
@@ -107,10 +108,11 @@ func (t *targetAppliers) forget(sync types.NamespacedName) {
 }
 
 // release counts one user less of the Applier of conn, and drops it when
-// none is left. The caller holds mu.
+// none is left, with the versions it remembers. The caller holds mu.
 func (t *targetAppliers) release(conn string) {
 	if shared, ok := t.byConn[conn]; ok {
 		if shared.users--; shared.users <= 0 {
+			shared.applier.Close()
 			delete(t.byConn, conn)
 		}
 	}

@@ -64,6 +64,9 @@ type SyncReconciler struct {
 
 	// appliers keeps the Applier of each target of each live Sync.
 	appliers targetAppliers
+	// shared is what the Appliers share: each API server's REST mapping
+	// and the bound of the versions they remember.
+	shared *apply.Shared
 	// waits cancels the health wait of a run when a new one is due.
 	waits healthWaits
 }
@@ -78,6 +81,7 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.shared = apply.NewShared(r.Clock)
 	r.gitShares = newWorkerShares(opts.MaxConcurrentReconciles)
 	newRun := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))
 	b := ctrl.NewControllerManagedBy(mgr).

@@ -263,7 +263,8 @@ func (r *SyncReconciler) applyOptions(s *uprevv1.Sync, target uprevv1.Target) ap
 // use, and again when it changes; targets that reach one API server with
 // one kubeconfig connection (kubeconfig.ConnectionKey: server, CA and
 // every credential field) share one Applier, never targets of different
-// credentials.
+// credentials. Appliers of one API server share its REST mapping
+// (apply.Shared), whatever their credentials.
 func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target uprevv1.Target) (*apply.Applier, error) {
 	key, data := localConnection, []byte(nil)
 	if ref := target.KubeConfig; ref != nil {
@@ -292,7 +293,7 @@ func (r *SyncReconciler) applier(ctx context.Context, s *uprevv1.Sync, target up
 			return nil, stalledf(uprevv1.KubeConfigRefusedReason, "secret %s/%s: %w", s.Namespace, target.KubeConfig.SecretRef.Name, err)
 		}
 	}
-	a, err := r.appliers.put(syncKey, target.Name, key, conn, func() (*apply.Applier, error) { return apply.NewApplier(config, r.Clock) })
+	a, err := r.appliers.put(syncKey, target.Name, key, conn, func() (*apply.Applier, error) { return r.shared.NewApplier(config) })
 	if err != nil {
 		return nil, fmt.Errorf("connecting to target %s: %w", target.Name, err)
 	}

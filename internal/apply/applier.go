@@ -8,17 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fluxcd/cli-utils/pkg/kstatus/polling"
 	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
 	ssautils "github.com/fluxcd/pkg/ssa/utils"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 const (
@@ -124,9 +119,13 @@ var ErrWaitCancelled = errors.New("health wait cancelled")
 // remembered has not been written to since, by anyone, so a later Apply
 // reports it unchanged without a dry-run diff: a reconcile of an unchanged
 // set costs a few LIST requests instead of a GET and a dry-run per object.
+//
+// Between Applies that is all it keeps: its clients are made for an Apply
+// or Delete and dropped when the last one running ends, and the REST
+// mapping they use is its API server's, shared (see Shared).
 type Applier struct {
 	config *rest.Config
-	mapper meta.RESTMapper
+	shared *Shared
 	// clock ages remembered versions.
 	clock clock.PassiveClock
 
@@ -134,70 +133,38 @@ type Applier struct {
 	identities map[string]*identity
 }
 
-// identity is what an Applier keeps per user it acts as.
-type identity struct {
-	rm       *ssa.ResourceManager
-	versions *versionCache
+// NewApplier returns an Applier for the cluster that config reaches, that
+// shares nothing with other Appliers. It does not contact the cluster: an
+// unreachable cluster shows as an *UnreachableError from Apply. clk ages
+// the versions it remembers; nil means the wall clock.
+func NewApplier(config *rest.Config, clk clock.PassiveClock) (*Applier, error) {
+	return NewShared(clk).NewApplier(config)
 }
 
-// NewApplier returns an Applier for the cluster that config reaches. It
-// does not contact the cluster: an unreachable cluster shows as an
-// *UnreachableError from Apply. clk ages the versions it remembers; nil
-// means the wall clock.
-func NewApplier(config *rest.Config, clk clock.PassiveClock) (*Applier, error) {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+// NewApplier returns an Applier for the cluster that config reaches, that
+// shares its API server's REST mapping and the bound of remembered
+// versions with the other Appliers of s. It does not contact the cluster:
+// an unreachable cluster shows as an *UnreachableError from Apply. Close
+// it when it is no longer used.
+func (s *Shared) NewApplier(config *rest.Config) (*Applier, error) {
 	cfg := rest.CopyConfig(config)
 	cfg.QPS = clientQPS
 	cfg.Burst = clientBurst
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
+	if _, err := rest.HTTPClientFor(cfg); err != nil {
 		return nil, fmt.Errorf("creating HTTP client: %w", err)
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("creating REST mapper: %w", err)
-	}
-	return &Applier{config: cfg, mapper: mapper, clock: clk, identities: map[string]*identity{}}, nil
+	return &Applier{config: cfg, shared: s, clock: s.clock, identities: map[string]*identity{}}, nil
 }
 
-// identityFor returns the resource manager and remembered versions of the
-// user that opts impersonate (or of the config's own user), creating them
-// once. Versions are kept per user: what one user verified says nothing of
-// what another may read or write.
-func (a *Applier) identityFor(opts Options) (*identity, error) {
-	var user string
-	if opts.ServiceAccount != "" {
-		if opts.ServiceAccountNamespace == "" {
-			return nil, errors.New("impersonating service account " + opts.ServiceAccount + ": no namespace given")
-		}
-		user = "system:serviceaccount:" + opts.ServiceAccountNamespace + ":" + opts.ServiceAccount
-	}
+// Close forgets the versions a remembers, giving their share of the bound
+// back to the other Appliers of its Shared. An Apply after Close works,
+// diffing every object, and remembers nothing.
+func (a *Applier) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if ident, ok := a.identities[user]; ok {
-		return ident, nil
+	for _, ident := range a.identities {
+		ident.versions.close()
 	}
-	cfg := rest.CopyConfig(a.config)
-	if user != "" {
-		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating HTTP client: %w", err)
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: httpClient, Mapper: a.mapper})
-	if err != nil {
-		return nil, fmt.Errorf("creating client: %w", err)
-	}
-	poller := polling.NewStatusPoller(c, a.mapper, polling.Options{})
-	recording := interceptor.NewClient(c, interceptor.Funcs{Patch: recordApply})
-	rm := ssa.NewResourceManager(recording, poller, ssa.Owner{Field: FieldManager, Group: ownerGroup})
-	rm.SetConcurrency(concurrency)
-	ident := &identity{rm: rm, versions: newVersionCache()}
-	a.identities[user] = ident
-	return ident, nil
 }
 
 // Apply makes the cluster match objects, in this order:
@@ -242,10 +209,11 @@ func (a *Applier) Apply(ctx context.Context, objects []*unstructured.Unstructure
 // apply is Apply without the classification of unreachable clusters.
 func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructured, previous []Entry, opts Options) (Result, error) {
 	result := Result{ChangeSet: ssa.NewChangeSet()}
-	ident, err := a.identityFor(opts)
+	ident, release, err := a.session(opts)
 	if err != nil {
 		return result, err
 	}
+	defer release()
 	rm := ident.rm
 
 	if opts.Prune && opts.Owner.IsZero() {
@@ -260,7 +228,7 @@ func (a *Applier) apply(ctx context.Context, objects []*unstructured.Unstructure
 	}
 	sort.Sort(ssa.SortableUnstructureds(set))
 	crdScopes := definedKinds(set)
-	if err := a.defaultNamespaces(set, crdScopes, opts.DefaultNamespace); err != nil {
+	if err := defaultNamespaces(rm.Client().RESTMapper(), set, crdScopes, opts.DefaultNamespace); err != nil {
 		return result, err
 	}
 	hashes := make([]manifestHash, len(set))

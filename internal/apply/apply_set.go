@@ -126,7 +126,7 @@ type crdDefinition struct {
 // that inventory ids match what the API server stores. Kinds the cluster
 // does not know and the set does not define are left for validation to
 // report.
-func (a *Applier) defaultNamespaces(set []*unstructured.Unstructured, crds map[schema.GroupKind]crdDefinition, namespace string) error {
+func defaultNamespaces(mapper meta.RESTMapper, set []*unstructured.Unstructured, crds map[schema.GroupKind]crdDefinition, namespace string) error {
 	if namespace == "" {
 		namespace = defaultNamespace
 	}
@@ -136,7 +136,7 @@ func (a *Applier) defaultNamespaces(set []*unstructured.Unstructured, crds map[s
 		if def, ok := crds[gvk.GroupKind()]; ok {
 			namespaced = def.namespaced
 		} else {
-			mapping, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if meta.IsNoMatchError(err) {
 				continue
 			}

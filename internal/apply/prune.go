@@ -158,10 +158,11 @@ func stillInventoried(current []Entry, pruned []ssa.ChangeSetEntry) []Entry {
 // deletion does to each target.
 func (a *Applier) Delete(ctx context.Context, inventory []Entry, opts Options) (Result, error) {
 	result := Result{ChangeSet: ssa.NewChangeSet()}
-	ident, err := a.identityFor(opts)
+	ident, release, err := a.session(opts)
 	if err != nil {
 		return result, err
 	}
+	defer release()
 	entries, err := prune(ctx, ident.rm, inventory, nil, opts.Owner)
 	result.ChangeSet.Append(entries)
 	result.Inventory = stillInventoried([]Entry{}, entries)

@@ -65,13 +65,27 @@ type verified struct {
 // cluster. A verified entry is never wrong, only possibly out of date, so
 // concurrent applies may update it in any order.
 type versionCache struct {
+	// budget is shared with the other caches of a Shared; the cache holds
+	// len(objects) of it.
+	budget *budget
+
 	mu      sync.Mutex
 	objects map[object.ObjMetadata]verified
+	// closed caches remember nothing.
+	closed bool
 }
 
-// newVersionCache returns an empty cache.
-func newVersionCache() *versionCache {
-	return &versionCache{objects: map[object.ObjMetadata]verified{}}
+// newVersionCache returns an empty cache counted against b.
+func newVersionCache(b *budget) *versionCache {
+	return &versionCache{budget: b, objects: map[object.ObjMetadata]verified{}}
+}
+
+// close forgets every object and remembers none from now on.
+func (c *versionCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget.resize(len(c.objects), 0)
+	c.objects, c.closed = map[object.ObjMetadata]verified{}, true
 }
 
 // unchanged returns, for each object of set, whether it can be reported
@@ -135,6 +149,10 @@ func (c *versionCache) update(set []*unstructured.Unstructured, hashes []manifes
 		}
 	}
 
+	if c.closed {
+		return
+	}
+	held := len(c.objects)
 	for _, o := range set {
 		delete(c.objects, object.UnstructuredToObjMetadata(o))
 	}
@@ -143,12 +161,24 @@ func (c *versionCache) update(set []*unstructured.Unstructured, hashes []manifes
 			delete(c.objects, id)
 		}
 	}
-	if len(c.objects)+len(next) > maxRemembered {
+	want := len(c.objects) + len(next)
+	if want > maxRemembered {
 		c.objects = make(map[object.ObjMetadata]verified, len(next))
+		want = len(next)
+	}
+	granted := c.budget.resize(held, want)
+	if granted < want {
+		// Past the bound of all caches, this set's objects are kept
+		// rather than those of other sets, as many as fit.
+		c.objects = make(map[object.ObjMetadata]verified, min(granted, len(next)))
 	}
 	for id, v := range next {
+		if len(c.objects) >= granted {
+			break
+		}
 		c.objects[id] = v
 	}
+	c.budget.resize(granted, len(c.objects))
 }
 
 // listVersions lists the resourceVersions of the objects of set, with one
