@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -126,6 +127,8 @@ var ErrWaitCancelled = errors.New("health wait cancelled")
 type Applier struct {
 	config *rest.Config
 	shared *Shared
+	// id tells the Applier apart among those of shared.
+	id string
 	// clock ages remembered versions.
 	clock clock.PassiveClock
 
@@ -153,7 +156,8 @@ func (s *Shared) NewApplier(config *rest.Config) (*Applier, error) {
 	if _, err := rest.HTTPClientFor(cfg); err != nil {
 		return nil, fmt.Errorf("creating HTTP client: %w", err)
 	}
-	return &Applier{config: cfg, shared: s, clock: s.clock, identities: map[string]*identity{}}, nil
+	id := strconv.FormatInt(s.appliers.Add(1), 10)
+	return &Applier{config: cfg, shared: s, id: id, clock: s.clock, identities: map[string]*identity{}}, nil
 }
 
 // Close forgets the versions a remembers, giving their share of the bound

@@ -21,6 +21,11 @@
 // changed, a verification older than an hour) goes through the dry-run
 // diff. Versions are remembered per impersonated identity.
 //
+// What does not depend on who asks is shared (Shared): the REST mapping of
+// an API server serves every Applier that reaches it, whatever its
+// credentials, and an Applier holds its clients only while an Apply or
+// Delete runs, keeping in between only its remembered versions.
+//
 // Libraries, and why:
 //
 //   - github.com/fluxcd/pkg/ssa does the server-side apply: staging

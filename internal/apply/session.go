@@ -83,7 +83,7 @@ func (a *Applier) connect(user string) (*ssa.ResourceManager, *mapping, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	m, err := a.shared.acquireMapping(cfg)
+	m, err := a.shared.acquireMapping(cfg, a.id)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +59,9 @@ type Shared struct {
 	sessions atomic.Int64
 	// remembered is the budget of remembered versions.
 	remembered budget
+	// appliers numbers the Appliers made, for the mappings of those that
+	// do not share theirs.
+	appliers atomic.Int64
 }
 
 // NewShared returns an empty Shared. clk ages its REST mappings; nil means
@@ -92,8 +94,10 @@ func (s *Shared) Remembered() int {
 
 // acquireMapping returns the REST mapping of the API server cfg reaches,
 // counted as in use until releaseMapping.
-func (s *Shared) acquireMapping(cfg *rest.Config) (*mapping, error) {
-	key, err := mappingKey(cfg)
+// unshared names the Applier, for a config that is not to share (see
+// mappingKey).
+func (s *Shared) acquireMapping(cfg *rest.Config, unshared string) (*mapping, error) {
+	key, err := mappingKey(cfg, unshared)
 	if err != nil {
 		return nil, err
 	}
@@ -136,9 +140,14 @@ func (s *Shared) releaseMapping(m *mapping) {
 
 // mappingKey identifies the API server cfg reaches: its URL, the TLS
 // server name and the CA bundle it is verified with. Credentials are not
-// part of it: discovery does not depend on who asks.
-func mappingKey(cfg *rest.Config) (string, error) {
+// part of it: discovery does not depend on who asks. A config that does
+// not verify the server (insecure-skip-tls-verify) cannot tell which
+// server answered, so its key is of its Applier alone (unshared).
+func mappingKey(cfg *rest.Config, unshared string) (string, error) {
 	tls := cfg.TLSClientConfig
+	if tls.Insecure {
+		return "unverified\x00" + unshared, nil
+	}
 	ca := tls.CAData
 	if tls.CAFile != "" && len(ca) == 0 {
 		// The file is read for the key only; client-go reads it again.
@@ -148,7 +157,7 @@ func mappingKey(cfg *rest.Config) (string, error) {
 		}
 	}
 	sum := sha256.Sum256(ca)
-	return cfg.Host + "\x00" + tls.ServerName + "\x00" + strconv.FormatBool(tls.Insecure) + "\x00" + hex.EncodeToString(sum[:]), nil
+	return cfg.Host + "\x00" + tls.ServerName + "\x00" + hex.EncodeToString(sum[:]), nil
 }
 
 // budget counts remembered objects against a limit.

@@ -171,3 +171,23 @@ func TestClosedApplierGivesBackItsRememberedVersions(t *testing.T) {
 	a.Close()
 	g.Expect(shared.Remembered()).To(BeZero())
 }
+
+// TestUnverifiedConnectionsDoNotShareAMapping: Appliers whose kubeconfig
+// turns TLS verification off (insecure-skip-tls-verify) cannot tell which
+// server answered their discovery, so each keeps a mapping of its own and
+// none serves another Applier of the same URL.
+func TestUnverifiedConnectionsDoNotShareAMapping(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	shared := NewShared(nil)
+	ns := newNamespace(t)
+	for range 2 {
+		cfg := rest.CopyConfig(testCluster.Config)
+		cfg.Insecure, cfg.CAData, cfg.CAFile = true, nil, ""
+		a, err := shared.NewApplier(cfg)
+		g.Expect(err).NotTo(HaveOccurred())
+		_, err = a.Apply(ctx, configMaps(t, ns, 1), nil, Options{Owner: testOwner})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(shared.Mappings()).To(Equal(2))
+}
