@@ -234,6 +234,7 @@ func TestInvalidPolicyStallsAndKeepsLastRef(t *testing.T) {
 }
 
 func TestPolicyWithoutRepositoryWaits(t *testing.T) {
+	t.Parallel() // its namespace and policy are its own
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	pol := newPolicy(t, ns, "orphan", semverChoice(">=1.0.0"))

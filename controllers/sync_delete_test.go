@@ -195,7 +195,19 @@ func TestDeletedSyncsAndAutomationsLeaveNoClone(t *testing.T) {
 		deleteAndWaitGone(t, s)
 	}
 	g.Expect(k8s.Delete(context.Background(), auto)).To(Succeed())
-	g.Eventually(cloneDirs).WithTimeout(time.Minute).ShouldNot(ContainElement(ours[0]), "no clone of a repository no live object uses, within a minute")
+	// The sweep is awaited beside the other tests: the directories were
+	// counted above while no other test ran, and the clone is this test's.
+	removed := make(chan string, 1) // why it was not removed in time, "" when it was
+	go func() {
+		var failure string
+		NewGomega(func(message string, _ ...int) { failure = message }).
+			Eventually(cloneDirs).WithTimeout(time.Minute).ShouldNot(ContainElement(ours[0]), "no clone of a repository no live object uses, within a minute")
+		removed <- failure
+	}()
+	t.Parallel()
+	if failure := <-removed; failure != "" {
+		t.Error(failure)
+	}
 }
 
 func TestSyncShowsReconcilingDuringAHealthWait(t *testing.T) {

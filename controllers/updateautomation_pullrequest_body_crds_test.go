@@ -60,6 +60,7 @@ func TestCRDVersionRemovals(t *testing.T) {
 // the top of the pull request, naming the CRD and the version, before the
 // change and what uprev checked. The whole body is compared.
 func TestPullRequestBodyWarnsOfCRDVersionRemoved(t *testing.T) {
+	t.Parallel() // its Gitea, registry, namespace and objects are its own
 	g := NewWithT(t)
 	forge := gitea.Start(t)
 	f := newAutomationFixture(t, nil, nil)

@@ -136,6 +136,7 @@ func TestNotesAPI(t *testing.T) {
 // request is opened once the notes' deadline has passed, saying why it
 // has none.
 func TestNotesHostThatNeverAnswersDelaysNoCommit(t *testing.T) {
+	t.Parallel() // its servers, namespace and objects are its own
 	g := NewWithT(t)
 	gh := githubapi.StartRepository(t, "acme", "fleet", "forge-token")
 	releases := githubapi.StartReleases(t)

@@ -111,6 +111,7 @@ func waitForPullRequest(t *testing.T, auto *uprevv1.UpdateAutomation, previousCo
 // the same pull request; once a person closes it, and again once one is
 // merged, the next change opens a new one and the closed ones stay closed.
 func TestAutomationOpensPullRequestsOnGitea(t *testing.T) {
+	t.Parallel() // its Gitea, registry, namespace and objects are its own
 	g := NewWithT(t)
 	f := newGiteaFixture(t)
 	auto := newAutomation(t, f.ns, f.gitURL, withSecret("git"), withPullRequest(uprevv1.PullRequestSpec{
@@ -188,6 +189,7 @@ func TestAutomationOpensPullRequestsOnGitea(t *testing.T) {
 // the forge answers again the retry opens the pull request for that same
 // commit, without pushing again.
 func TestPullRequestFailureIsRetriedWithoutANewPush(t *testing.T) {
+	t.Parallel() // its Gitea, registry, namespace and objects are its own
 	g := NewWithT(t)
 	f := newGiteaFixture(t)
 	target, err := url.Parse(f.gitea.URL)
@@ -265,6 +267,7 @@ func TestPullRequestNeedsAPushBranch(t *testing.T) {
 // field for pull requests; uprev's annotation on it opens one, on a real
 // Gitea, as spec.git.push.pullRequest does.
 func TestImageUpdateAutomationOpensAPullRequestOnGitea(t *testing.T) {
+	t.Parallel() // its Gitea, registry, namespace and objects are its own
 	g := NewWithT(t)
 	f := newGiteaFixture(t)
 	repo := &sourcev1.GitRepository{}

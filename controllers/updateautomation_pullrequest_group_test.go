@@ -27,6 +27,7 @@ import (
 // only, with the policy in its title; a newer version of agent updates
 // agent's pull request in place and leaves app's as it was.
 func TestGroupByPolicyOpensAPullRequestPerPolicyOnGitea(t *testing.T) {
+	t.Parallel() // its Gitea, registry, namespace and objects are its own
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	srv, reg := gitea.Start(t), registry.Start(t)

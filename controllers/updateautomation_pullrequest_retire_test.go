@@ -28,6 +28,7 @@ import (
 // the Ready message, as the branch has a commit uprev did not make;
 // status.pullRequests keeps web only.
 func TestGroupsWithNothingToProposeAreRetiredOnGitea(t *testing.T) {
+	t.Parallel() // its Gitea, registry, namespace and objects are its own
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
