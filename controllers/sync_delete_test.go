@@ -156,7 +156,10 @@ func TestDeletedSyncsAndAutomationsLeaveNoClone(t *testing.T) {
 	ns := newNamespace(t)
 	before := cloneDirs(g)
 	srv := gitserver.Start(t)
-	url := srv.InitRepo(t, "fleet", "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
+	// Named after the namespace: a port of an earlier test's server, given
+	// again, with the same name would find that test's clone still kept.
+	repoName := ns
+	url := srv.InitRepo(t, repoName, "main", map[string]string{"app/config.yaml": configMap(ns, "settings", "v1")})
 	var syncs []*uprevv1.Sync
 	for i := range 5 {
 		syncs = append(syncs, newSync(t, ns, url, "app", func(s *uprevv1.Sync) {
@@ -176,7 +179,7 @@ func TestDeletedSyncsAndAutomationsLeaveNoClone(t *testing.T) {
 	}
 	g.Expect(k8s.Create(context.Background(), auto)).To(Succeed())
 	for _, s := range syncs {
-		waitApplied(t, s, srv.Log(t, "fleet", "main")[0].SHA, "local")
+		waitApplied(t, s, srv.Log(t, repoName, "main")[0].SHA, "local")
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(auto), auto)).To(Succeed())
