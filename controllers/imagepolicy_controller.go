@@ -76,11 +76,14 @@ type ImagePolicyReconciler struct {
 	waits quietWaits
 	// digests spares age-gated policies digest look-ups between scans.
 	digests digestCache
+	// liveGates reads ReleaseGates past the cache (ungatedForSure).
+	liveGates client.Reader
 }
 
 // SetupWithManager registers the reconciler; opts sets its concurrency.
 func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = mgr.GetClient()
+	r.liveGates = mgr.GetAPIReader()
 	r.Events = mgr.GetEventRecorder("uprev-image-policy")
 	r.shares = newWorkerShares(opts.MaxConcurrentReconciles)
 	if r.Clock == nil {

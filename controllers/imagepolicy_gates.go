@@ -40,6 +40,11 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 		}
 		count = len(tags)
 		sel.Tag, err = policy.SelectLatest(pol.Spec.Policy, pol.Spec.FilterTags, tags)
+		if err == nil && (pol.Status.LatestRef == nil || pol.Status.LatestRef.Tag != sel.Tag) {
+			if err := ungatedForSure(ctx, r.liveGates, pol); err != nil {
+				return gate.Selection{}, err
+			}
+		}
 	} else {
 		tags, readErr := r.Tags.SeenTags(repoKey(repo))
 		if readErr != nil {
@@ -97,6 +102,26 @@ func (r *ImagePolicyReconciler) gatesOf(ctx context.Context, pol *imagev1.ImageP
 		gates = append(gates, g)
 	}
 	return gates, nil
+}
+
+// ungatedForSure checks, before a policy that the cache shows no
+// ReleaseGate for moves, that none selects it on the API server (live, a
+// reader past the cache): a gate created just before the policy, or just
+// before a new version, may not be in the cache yet, and the policy would
+// move to a version no gate let through. One that does is a transient
+// error, retried within a second, when the cache has it.
+func ungatedForSure(ctx context.Context, live client.Reader, pol *imagev1.ImagePolicy) error {
+	var list uprevv1.ReleaseGateList
+	if err := live.List(ctx, &list, client.InNamespace(pol.Namespace)); err != nil {
+		return fmt.Errorf("listing ReleaseGates: %w", err)
+	}
+	for i := range list.Items {
+		if rg := &list.Items[i]; gateSelects(rg, pol) {
+			return transientAfter(meta.DependencyNotReadyReason,
+				fmt.Errorf("ReleaseGate %s selects the policy and is not in the manager's cache yet", rg.Name), time.Second)
+		}
+	}
+	return nil
 }
 
 // gateSelects tells whether the ReleaseGate rg selects the ImagePolicy

@@ -67,7 +67,7 @@ func BenchmarkSelectOver1000CachedVerdicts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &ImagePolicyReconciler{reconciler: reconciler{Client: k8s}, Scanner: registry.NewScanner(testRegistryOptions),
+	r := &ImagePolicyReconciler{reconciler: reconciler{Client: k8s}, liveGates: k8s, Scanner: registry.NewScanner(testRegistryOptions),
 		Tags: registry.Store{Dir: b.TempDir()}, Clock: clock.RealClock{}, Verifier: verifier, shares: newWorkerShares(4)}
 	repo := &imagev1.ImageRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "repo"}, Spec: imagev1.ImageRepositorySpec{Image: reg.Image("acme/agent")}}
 	pol := &imagev1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "agent"}, Spec: imagev1.ImagePolicySpec{Policy: semverChoice(">=1.0.0")}}
