@@ -173,10 +173,17 @@ func shardCache(selector labels.Selector) cache.Options {
 		return cache.Options{}
 	}
 	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &iacv1.ImageUpdateAutomation{}, &uprevv1.Sync{}, &uprevv1.ReleaseGate{}, &uprevv1.ReleaseSource{}} {
+	for _, obj := range reconciledKinds() {
 		byObject[obj] = cache.ByObject{Label: selector}
 	}
 	return cache.Options{ByObject: byObject}
+}
+
+// reconciledKinds returns an empty object of each kind the manager
+// reconciles.
+func reconciledKinds() []client.Object {
+	return []client.Object{&imagev1.ImageRepository{}, &imagev1.ImagePolicy{}, &uprevv1.UpdateAutomation{}, &iacv1.ImageUpdateAutomation{},
+		&uprevv1.Sync{}, &uprevv1.ReleaseGate{}, &uprevv1.ReleaseSource{}}
 }
 
 // managerCache returns the cache options of the manager: shardCache's,

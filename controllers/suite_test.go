@@ -176,7 +176,17 @@ func newNamespace(t testing.TB) string {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	t.Cleanup(func() {
+		// The test control plane has no namespace controller: a deleted
+		// namespace keeps its objects, and the manager would go on
+		// scanning and pushing to servers the test has stopped, whose
+		// ports later tests' servers may get. So the objects the manager
+		// reconciles go first (their finalizers let it stop).
+		for _, kind := range reconciledKinds() {
+			_ = k8s.DeleteAllOf(context.Background(), kind, client.InNamespace(ns.Name))
+		}
+		_ = k8s.Delete(context.Background(), ns)
+	})
 	return ns.Name
 }
 
