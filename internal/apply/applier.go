@@ -127,8 +127,9 @@ var ErrWaitCancelled = errors.New("health wait cancelled")
 type Applier struct {
 	config *rest.Config
 	shared *Shared
-	// id tells the Applier apart among those of shared.
-	id string
+	// mappingKey names its API server's REST mapping in shared
+	// (mappingKey).
+	mappingKey string
 	// clock ages remembered versions.
 	clock clock.PassiveClock
 
@@ -156,8 +157,11 @@ func (s *Shared) NewApplier(config *rest.Config) (*Applier, error) {
 	if _, err := rest.HTTPClientFor(cfg); err != nil {
 		return nil, fmt.Errorf("creating HTTP client: %w", err)
 	}
-	id := strconv.FormatInt(s.appliers.Add(1), 10)
-	return &Applier{config: cfg, shared: s, id: id, clock: s.clock, identities: map[string]*identity{}}, nil
+	key, err := mappingKey(cfg, strconv.FormatInt(s.appliers.Add(1), 10))
+	if err != nil {
+		return nil, err
+	}
+	return &Applier{config: cfg, shared: s, mappingKey: key, clock: s.clock, identities: map[string]*identity{}}, nil
 }
 
 // Close forgets the versions a remembers, giving their share of the bound

@@ -83,10 +83,7 @@ func (a *Applier) connect(user string) (*ssa.ResourceManager, *mapping, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	m, err := a.shared.acquireMapping(cfg, a.id)
-	if err != nil {
-		return nil, nil, err
-	}
+	m := a.shared.acquireMapping(a.mappingKey)
 	mapper := &clusterMapper{mapping: m, disco: disco}
 	c, err := client.NewWithWatch(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {

@@ -92,15 +92,9 @@ func (s *Shared) Remembered() int {
 	return s.remembered.inUse()
 }
 
-// acquireMapping returns the REST mapping of the API server cfg reaches,
-// counted as in use until releaseMapping.
-// unshared names the Applier, for a config that is not to share (see
-// mappingKey).
-func (s *Shared) acquireMapping(cfg *rest.Config, unshared string) (*mapping, error) {
-	key, err := mappingKey(cfg, unshared)
-	if err != nil {
-		return nil, err
-	}
+// acquireMapping returns the REST mapping named key (mappingKey), counted
+// as in use until releaseMapping.
+func (s *Shared) acquireMapping(key string) *mapping {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.mappings[key]
@@ -109,7 +103,7 @@ func (s *Shared) acquireMapping(cfg *rest.Config, unshared string) (*mapping, er
 		s.mappings[key] = m
 	}
 	m.users++
-	return m, nil
+	return m
 }
 
 // releaseMapping counts one user less of m and drops, past
@@ -142,7 +136,9 @@ func (s *Shared) releaseMapping(m *mapping) {
 // server name and the CA bundle it is verified with. Credentials are not
 // part of it: discovery does not depend on who asks. A config that does
 // not verify the server (insecure-skip-tls-verify) cannot tell which
-// server answered, so its key is of its Applier alone (unshared).
+// server answered, so its key is of its Applier alone (unshared). An
+// Applier computes it once: its config does not change, and impersonation
+// does not change the server.
 func mappingKey(cfg *rest.Config, unshared string) (string, error) {
 	tls := cfg.TLSClientConfig
 	if tls.Insecure {
@@ -150,7 +146,7 @@ func mappingKey(cfg *rest.Config, unshared string) (string, error) {
 	}
 	ca := tls.CAData
 	if tls.CAFile != "" && len(ca) == 0 {
-		// The file is read for the key only; client-go reads it again.
+		// Read once per Applier, for the key; client-go reads it itself.
 		var err error
 		if ca, err = os.ReadFile(tls.CAFile); err != nil {
 			return "", fmt.Errorf("reading CA file: %w", err)

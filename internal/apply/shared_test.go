@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,8 +28,7 @@ func userApplier(t *testing.T, shared *Shared, user string) (*Applier, *atomic.I
 	discoveries := &atomic.Int64{}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			segments := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-			if segments[0] == "api" && len(segments) <= 2 || segments[0] == "apis" && len(segments) <= 3 {
+			if isDiscovery(r) {
 				discoveries.Add(1)
 			}
 			return rt.RoundTrip(r)

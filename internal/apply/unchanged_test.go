@@ -42,10 +42,16 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 // RoundTrip implements http.RoundTripper.
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// isDiscovery tells whether r asks for discovery: /api, /api/v1, /apis,
+// /apis/<group>, /apis/<group>/<version>.
+func isDiscovery(r *http.Request) bool {
+	segments := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	return segments[0] == "api" && len(segments) <= 2 || segments[0] == "apis" && len(segments) <= 3
+}
+
 // count classifies one request.
 func (c *requestCounter) count(r *http.Request) {
-	segments := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	discovery := segments[0] == "api" && len(segments) <= 2 || segments[0] == "apis" && len(segments) <= 3
+	discovery := isDiscovery(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {

@@ -208,6 +208,16 @@ type signedEntity struct {
 	where string
 }
 
+// namesDigest returns the artifact policy of a statement that must name
+// digest among its subjects (a DSSE envelope's), for signedEntity.
+func namesDigest(digest v1.Hash) (func() verify.ArtifactPolicyOption, error) {
+	want, err := hex.DecodeString(digest.Hex)
+	if err != nil {
+		return nil, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
+	}
+	return func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) }, nil
+}
+
 func (p *cosignPolicy) verifyEntity(e signedEntity) Verdict {
 	if p.keys != nil {
 		var lastErr error

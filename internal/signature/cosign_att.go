@@ -2,7 +2,6 @@ package signature
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
-	"github.com/sigstore/sigstore-go/pkg/verify"
 )
 
 // DSSEMediaType is the media type of a cosign 2 attestation layer: a DSSE
@@ -31,9 +29,9 @@ func AttestationTag(digest string) string {
 // certificate and Rekor entry in the layer annotations. An envelope whose
 // statement names another digest is left out.
 func tagAttestations(ctx context.Context, reg Registry, image string, digest v1.Hash, large largeLayer) ([]signedEntity, error) {
-	want, err := hex.DecodeString(digest.Hex)
+	artifact, err := namesDigest(digest)
 	if err != nil {
-		return nil, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
+		return nil, err
 	}
 	tag := AttestationTag(digest.String())
 	keep := func(layer v1.Descriptor) bool {
@@ -53,7 +51,7 @@ func tagAttestations(ctx context.Context, reg Registry, image string, digest v1.
 		}
 		return signedEntity{
 			entity:   e,
-			artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) },
+			artifact: artifact,
 			keyless:  keyless,
 			where:    fmt.Sprintf("attestation %d at tag %s", i, tag),
 		}, true

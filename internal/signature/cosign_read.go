@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,9 +124,9 @@ func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.
 	if err != nil {
 		return nil, fmt.Errorf("reading the signature bundles of %s@%s: %w", image, digest, err)
 	}
-	want, err := hex.DecodeString(digest.Hex)
+	artifact, err := namesDigest(digest)
 	if err != nil {
-		return nil, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
+		return nil, err
 	}
 	var out []signedEntity
 	for i, desc := range descs {
@@ -182,7 +181,7 @@ func referrerBundles(ctx context.Context, reg Registry, image string, digest v1.
 		}
 		out = append(out, signedEntity{
 			entity:   b,
-			artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) },
+			artifact: artifact,
 			keyless:  vc.Certificate() != nil,
 			where:    fmt.Sprintf("bundle %s", desc.Digest),
 		})

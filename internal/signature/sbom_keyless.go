@@ -3,7 +3,6 @@ package signature
 import (
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -60,12 +59,11 @@ func (p *cosignPolicy) largeKeyless(ctx context.Context, spool io.ReadSeeker, si
 		}
 		entity = e
 	}
-	want, err := hex.DecodeString(digest.Hex)
+	artifact, err := namesDigest(digest)
 	if err != nil {
-		return Verdict{}, fmt.Errorf("%w: digest %s: %w", ErrInvalidSpec, digest, err)
+		return Verdict{}, err
 	}
-	return p.verifyEntity(signedEntity{entity: entity, keyless: true, where: where,
-		artifact: func() verify.ArtifactPolicyOption { return verify.WithArtifactDigest(digest.Algorithm, want) }}), nil
+	return p.verifyEntity(signedEntity{entity: entity, keyless: true, where: where, artifact: artifact}), nil
 }
 
 // base64Of reads the size bytes of spool into their base64, in one
