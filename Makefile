@@ -20,6 +20,10 @@ IMAGE ?= ghcr.io/uprev-dev/uprev
 DIST ?= $(CURDIR)/dist
 RELEASE_PLATFORMS := linux/amd64 linux/arm64
 VERSION_LDFLAGS := -X github.com/uprev-dev/uprev/internal/version.stamped=$(VERSION)
+# GO_BUILD builds every binary as the release does: static and trimmed.
+# The tests build theirs the same way (internal/testenv/manager), so that
+# from empty caches each package compiles once for all of them.
+GO_BUILD := CGO_ENABLED=0 go build -trimpath
 # Release binaries are stripped, as the image's is.
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
@@ -27,9 +31,9 @@ LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
 all: build
 
-## build: compile uprev, the version stamped in, into bin/uprev.
+## build: compile uprev, static and trimmed as released, the version stamped in, into bin/uprev.
 build:
-	go build -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/uprev .
+	$(GO_BUILD) -ldflags "$(VERSION_LDFLAGS)" -o $(BIN)/uprev .
 
 ## release: what the release workflow publishes, into DIST: the binaries, install.yaml, the chart's package and the image (an OCI layout with its SBOMs), for VERSION (default: git describe).
 release: release-binaries release-manifests release-chart image
@@ -51,8 +55,8 @@ release-binaries:
 	@mkdir -p $(DIST)
 	@set -e; for p in $(RELEASE_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; \
-		echo "CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags \"$(LDFLAGS)\" -o $(DIST)/uprev-$$os-$$arch ."; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/uprev-$$os-$$arch .; \
+		echo "GOOS=$$os GOARCH=$$arch $(GO_BUILD) -ldflags \"$(LDFLAGS)\" -o $(DIST)/uprev-$$os-$$arch ."; \
+		GOOS=$$os GOARCH=$$arch $(GO_BUILD) -ldflags "$(LDFLAGS)" -o $(DIST)/uprev-$$os-$$arch .; \
 	done
 
 ## release-manifests: DIST/install.yaml, config/default with the manager's image pinned to IMAGE:VERSION.
@@ -170,7 +174,7 @@ cluster-api-crd:
 ## demo: a local fleet (three control planes, a registry, a Git server, bin/uprev), left running; prints a script to try.
 DEMO_STATE ?= $(BIN)/demo
 demo: controlplane build
-	go build -o $(BIN)/uprev-demo ./hack/demo
+	$(GO_BUILD) -o $(BIN)/uprev-demo ./hack/demo
 	$(BIN)/uprev-demo up --state-dir $(DEMO_STATE) --uprev $(BIN)/uprev --assets $(K8S_ASSETS)
 
 ## demo-down: stop the demo that make demo started, and remove its state.

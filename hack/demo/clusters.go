@@ -21,7 +21,7 @@ func (d *demo) startClusters(ctx context.Context) error {
 	var g errgroup.Group
 	for _, name := range clusterNames {
 		g.Go(func() error {
-			c, err := cluster.StartEmpty()
+			c, err := cluster.StartEmpty(d.o.assets)
 			if err != nil {
 				return fmt.Errorf("starting %s: %w", name, err)
 			}

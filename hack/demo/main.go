@@ -26,8 +26,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-
-	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 )
 
 // options are the flags of both subcommands.
@@ -61,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.stateDir, "state-dir", filepath.Join("bin", "demo"), "directory for the demo's state: kubeconfigs, logs, Git repositories, state.json")
 	fs.StringVar(&o.uprev, "uprev", filepath.Join("bin", "uprev"), "the uprev binary (make build)")
-	fs.StringVar(&o.assets, "assets", cluster.AssetsDir(), "directory holding kube-apiserver, etcd and kubectl (make controlplane)")
+	fs.StringVar(&o.assets, "assets", defaultAssets(), "directory holding kube-apiserver, etcd and kubectl (make controlplane); default $KUBEBUILDER_ASSETS, else bin/k8s")
 	fs.StringVar(&o.root, "root", ".", "the repository root, holding config/ and examples/")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -97,4 +95,14 @@ func (o *options) absolute() error {
 		*p = abs
 	}
 	return nil
+}
+
+// defaultAssets is $KUBEBUILDER_ASSETS, else bin/k8s under the working
+// directory, like the demo's other defaults: the binary is built trimmed
+// (make build's settings) and knows no path of its source.
+func defaultAssets() string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	return filepath.Join("bin", "k8s")
 }

@@ -38,7 +38,7 @@ type emptyCluster struct {
 // startEmptyCluster starts an emptyCluster for one test.
 func startEmptyCluster(t *testing.T) *emptyCluster {
 	t.Helper()
-	c, err := cluster.StartEmpty()
+	c, err := cluster.StartEmpty(cluster.AssetsDir())
 	if err != nil {
 		t.Fatal(err)
 	}

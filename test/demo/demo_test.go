@@ -126,9 +126,7 @@ func startDemo(t *testing.T) *demo {
 	t.Helper()
 	uprev := manager.Build(t)
 	bin := filepath.Join(t.TempDir(), "uprev-demo")
-	build := exec.Command("go", "build", "-o", bin, "./hack/demo")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := manager.BuildCommand(bin, "./hack/demo").CombinedOutput(); err != nil {
 		t.Fatalf("building hack/demo: %v\n%s", err, out)
 	}
 	d := &demo{uprev: uprev, bin: bin, stateDir: filepath.Join(t.TempDir(), "state"), out: &syncbuf.Buffer{}, done: make(chan struct{})}

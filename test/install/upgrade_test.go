@@ -30,7 +30,7 @@ import (
 // ImageRepository scans and the ImagePolicy selects.
 func TestUpgradeKeepsObjects(t *testing.T) {
 	g := NewWithT(t)
-	c, err := cluster.StartEmpty()
+	c, err := cluster.StartEmpty(cluster.AssetsDir())
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = c.Stop() })
 	k, kubeconfig := kubectlOn(t, c)

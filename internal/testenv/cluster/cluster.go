@@ -43,7 +43,7 @@ func AssetsDir() string {
 // missing.
 func Start() (*Cluster, error) {
 	crds := filepath.Join(repoRoot(), "config", "crd")
-	return start([]string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository")})
+	return start(AssetsDir(), []string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository")})
 }
 
 // StartWithClusterAPI starts a control plane as Start does, with Cluster
@@ -53,19 +53,20 @@ func Start() (*Cluster, error) {
 func StartWithClusterAPI() (*Cluster, error) {
 	crds := filepath.Join(repoRoot(), "config", "crd")
 	capi := filepath.Join(repoRoot(), "internal", "testenv", "cluster", "crds", "cluster-api")
-	return start([]string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository"), capi})
+	return start(AssetsDir(), []string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository"), capi})
 }
 
-// StartEmpty starts a control plane with no CRDs installed, as a new
-// cluster is: for programs that install uprev with kubectl themselves
-// (make demo), and for workload clusters.
-func StartEmpty() (*Cluster, error) {
-	return start(nil)
+// StartEmpty starts a control plane of the kube-apiserver and etcd in
+// assets with no CRDs installed, as a new cluster is: for programs that
+// install uprev with kubectl themselves (make demo), and for workload
+// clusters.
+func StartEmpty(assets string) (*Cluster, error) {
+	return start(assets, nil)
 }
 
-// start starts a control plane with the CRDs of crdDirs installed.
-func start(crdDirs []string) (*Cluster, error) {
-	assets := AssetsDir()
+// start starts a control plane of the binaries in assets with the CRDs of
+// crdDirs installed.
+func start(assets string, crdDirs []string) (*Cluster, error) {
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
 			return nil, fmt.Errorf("control plane binary %s not found in %s: run `make controlplane` (or test/controlplane/build.sh) to build it, or set KUBEBUILDER_ASSETS", bin, assets)

@@ -34,6 +34,18 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
+// BuildCommand returns the `go build` of the repository's package pkg
+// into out, built as `make build`, the image and the test programs of
+// bin/ are: static (CGO_ENABLED=0) and trimmed (-trimpath). Every binary
+// the tests build has these settings, so that from empty caches each
+// package compiles once for them all, not once per setting.
+func BuildCommand(out, pkg string) *exec.Cmd {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd
+}
+
 // Build builds the uprev binary once per test process and returns its
 // path: bin/test/<package>/uprev in the repository, ignored by Git and
 // replaced by the package's next build, so that test runs leave no
@@ -52,9 +64,7 @@ func Build(t testing.TB) string {
 			return
 		}
 		built = filepath.Join(repoRoot(), "bin", "test", strings.ReplaceAll(pkg, string(filepath.Separator), "-"), "uprev")
-		cmd := exec.Command("go", "build", "-o", built, ".")
-		cmd.Dir = repoRoot()
-		buildOut, buildErr = cmd.CombinedOutput()
+		buildOut, buildErr = BuildCommand(built, ".").CombinedOutput()
 	})
 	if buildErr != nil {
 		t.Fatalf("building uprev: %v\n%s", buildErr, buildOut)
