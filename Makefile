@@ -97,7 +97,7 @@ test-programs:
 test: test-programs
 	go test -race -timeout 30m ./...
 
-## stress: the test packages changed since STRESS_BASE (default HEAD~1, with uncommitted changes) with -race -count=3, while ./controllers runs beside them (the load CI sees); run before every stop.
+## stress: the test packages changed since STRESS_BASE (default HEAD~1, with uncommitted changes; STRESS_BASE=all: the whole suite) with -race -count=3, while ./controllers runs beside them (the load CI sees); run before every stop.
 STRESS_BASE ?= HEAD~1
 stress: test-programs
 	hack/stress.sh $(STRESS_BASE)

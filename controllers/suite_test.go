@@ -26,6 +26,7 @@ import (
 	"github.com/uprev-dev/uprev/internal/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
 	"github.com/uprev-dev/uprev/internal/testenv/githubapi"
+	"github.com/uprev-dev/uprev/internal/testenv/parallel"
 	"github.com/uprev-dev/uprev/internal/testenv/testlog"
 )
 
@@ -51,6 +52,10 @@ var githubReleases *githubapi.Releases
 var testRegistryOptions = registry.ScannerOptions{BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 
 func TestMain(m *testing.M) {
+	// The parallel tests mostly wait (a clone's sweep, the release notes'
+	// deadline, a policy's quiet wait, Gitea's pull requests), each on its
+	// own servers and objects: all nine run at once.
+	parallel.AtLeast(9)
 	os.Exit(testlog.Run("controllers", func() int {
 		code := m.Run()
 		if err := stopSuite(); err != nil {

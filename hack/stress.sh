@@ -4,18 +4,36 @@
 # A test that fails here is flaky; fix it at its cause before you stop.
 #
 #   hack/stress.sh [BASE]   packages changed since BASE (default: HEAD~1),
-#                           with the working tree's uncommitted changes
+#                           with the working tree's uncommitted changes;
+#                           BASE=all: every test package, the whole suite
 #   LOAD=./test/install     the package run beside them (default ./controllers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-HEAD~1}
 load=${LOAD:-./controllers}
+changed() {
+	if [[ $base == all ]]; then
+		git ls-files -- '*_test.go'
+	else
+		git diff --name-only "$base" -- '*.go'
+		git ls-files --others --exclude-standard -- '*.go'
+	fi
+}
+mapfile -t nested < <(git ls-files -- '*/go.mod' | xargs -r -n1 dirname)
+inNested() {
+	local m
+	for m in "${nested[@]}"; do
+		if [[ $1 == "$m" || $1 == "$m"/* ]]; then return 0; fi
+	done
+	return 1
+}
 mapfile -t pkgs < <(
-	{ git diff --name-only "$base" -- '*.go'; git ls-files --others --exclude-standard -- '*.go'; } |
+	changed |
 		xargs -r -n1 dirname | sort -u |
 		while read -r d; do
-			# Packages with tests only; test/controlplane is a module of its own.
-			if compgen -G "$d/*_test.go" >/dev/null && [[ $d != test/controlplane* ]]; then echo "./$d"; fi
+			# Packages with tests only, of this module (not test/controlplane's
+			# or hack/lint's).
+			if compgen -G "$d/*_test.go" >/dev/null && ! inNested "$d"; then echo "./$d"; fi
 		done
 )
 if [[ ${#pkgs[@]} -eq 0 ]]; then

@@ -19,6 +19,7 @@ import (
 // the same Git server is Ready within 5 s, and the second automation runs
 // as soon as the first gives the clone back.
 func TestKeptCloneInUseHoldsNoWorker(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	startManager(t)
 	gate := make(chan struct{})

@@ -7,6 +7,7 @@ package fairness
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,9 +17,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
+	"github.com/uprev-dev/uprev/internal/testenv/parallel"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -30,6 +33,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The tests mostly wait on servers that answer slowly or never, each
+	// with its own manager: all eight run at once.
+	parallel.AtLeast(8)
 	os.Exit(manager.RunSuite(m, "fairness", func(c *manager.Cluster) error {
 		k8s, kubeconfigPath = c.Client, c.KubeConfigPath
 		return nil
@@ -40,10 +46,32 @@ func init() {
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 }
 
+// shardLabel gives each test's objects to the test's own manager (its
+// --watch-label-selector, as sharded managers run), so that the tests run
+// side by side and each manager sees its own test's objects only: one
+// test's dead servers take none of another test's workers.
+const shardLabel = "sharding.fluxcd.io/key"
+
+// shardOf returns the value of shardLabel for t's objects: t's name, as a
+// label value.
+func shardOf(t testing.TB) string {
+	v := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, t.Name())
+	if len(v) > validation.LabelValueMaxLength {
+		v = v[:validation.LabelValueMaxLength]
+	}
+	return strings.Trim(v, "-")
+}
+
 // startManager runs the uprev binary with the given flags on top of the
-// test defaults, until the test ends.
+// test defaults, reconciling t's objects only, until the test ends.
 func startManager(t testing.TB, flags ...string) *manager.Process {
 	t.Helper()
+	flags = append([]string{"--watch-label-selector=" + shardLabel + "=" + shardOf(t)}, flags...)
 	return manager.Start(t, manager.Build(t), kubeconfigPath, t.TempDir(), flags...)
 }
 
@@ -57,11 +85,16 @@ func newNamespace(t testing.TB, prefix string) string {
 	return ns.Name
 }
 
-// create creates obj, failing the test otherwise, and deletes it when the
-// test ends, while the test's manager still runs, so that a later test's
-// manager does not spend its workers on this test's stopped servers.
+// create creates obj, labelled for t's manager, failing the test
+// otherwise, and deletes it when the test ends.
 func create(t testing.TB, obj client.Object) {
 	t.Helper()
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[shardLabel] = shardOf(t)
+	obj.SetLabels(labels)
 	if err := k8s.Create(context.Background(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}

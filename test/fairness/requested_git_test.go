@@ -34,6 +34,7 @@ const requestedObjects = 12
 // one is run: each Sync fetches and applies the new commit within 15 s,
 // and none says it handled a request before fetching that commit.
 func TestRequestedSyncsAreNeverDropped(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)
@@ -97,6 +98,7 @@ func configMap(ns string, i, round int) string {
 // new version within 15 s, and no automation says it handled a request
 // before the run that wrote it.
 func TestRequestedAutomationsAreNeverDropped(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)

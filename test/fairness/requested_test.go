@@ -26,6 +26,7 @@ import (
 // requests wait their turn, and every one is scanned: each policy reaches the new tag within 15 s, and no repository
 // says it handled a request before the scan that found the new tag.
 func TestRequestedScansAreNeverDropped(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)
@@ -96,6 +97,7 @@ func TestRequestedScansAreNeverDropped(t *testing.T) {
 // source selects the new version within 15 s, and none says it handled a
 // request before the scan that found it.
 func TestRequestedSourceScansAreNeverDropped(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	startManager(t)

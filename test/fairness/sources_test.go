@@ -22,6 +22,7 @@ import (
 // another namespace's ReleaseSource, on a server that answers, is Ready
 // within 5 s, and the sources on the dead server are not Ready, naming it.
 func TestSourceTarpitDoesNotHoldBackOthers(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	tp := tarpit.Start(t)
 	startManager(t)

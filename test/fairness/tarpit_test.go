@@ -128,6 +128,7 @@ func (gt *goodTenant) expectReady(t testing.TB, g Gomega, within time.Duration) 
 }
 
 func TestTarpitTenantDoesNotHoldBackOthers(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	tp := tarpit.Start(t)
 	startManager(t)
@@ -189,6 +190,7 @@ func startTarpitTenants(t testing.TB, tp *tarpit.Tarpit) *tenant {
 // on a healthy server, are Ready within 5 s, and every object on the dead
 // server is not Ready, naming it, within its timeout plus 10 s.
 func TestGitTarpitAcrossNamespacesDoesNotHoldBackOthers(t *testing.T) {
+	t.Parallel()
 	g := NewWithT(t)
 	tp := tarpit.Start(t)
 	startManager(t)
