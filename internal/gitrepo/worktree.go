@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -254,17 +253,20 @@ func (s *Session) currentIndex() (*index.Index, error) {
 // working tree holds exactly its tree, and the commit whose tree the index
 // holds exactly, which may be an older one than HEAD (a working tree known
 // clean moves without the index, which costs writing every entry). The
-// index part lasts while the index file keeps the modification time and
-// size it had when recorded, so that a change made to it by anyone else
-// (git add in the clone) voids it and what depends on it; the working tree
+// index part lasts while the index is the file recorded (git writes a new
+// index and renames it over the old), with the modification time and size
+// it had then, so that a change made to it by anyone else (git add in the
+// clone) voids it and what depends on it, even within one tick of the
+// file system's clock, which is milliseconds coarse; the working tree
 // part lasts until the working tree is handed to someone who may write it
 // (handedOver). The zero value knows nothing.
 type worktreeState struct {
-	commit  plumbing.Hash
-	clean   bool
-	index   plumbing.Hash
-	modTime time.Time
-	size    int64
+	commit plumbing.Hash
+	clean  bool
+	index  plumbing.Hash
+	// indexFile is the index file as recorded: its identity (os.SameFile),
+	// modification time and size.
+	indexFile os.FileInfo
 }
 
 // record notes that the index of the clone in dir, as it is on disk now,
@@ -276,7 +278,7 @@ func (w *worktreeState) record(dir string, commit plumbing.Hash) {
 		w.invalidate()
 		return
 	}
-	*w = worktreeState{commit: commit, clean: true, index: commit, modTime: info.ModTime(), size: info.Size()}
+	*w = worktreeState{commit: commit, clean: true, index: commit, indexFile: info}
 }
 
 // moved returns the state once HEAD moved to commit and the working tree
@@ -306,7 +308,7 @@ func (w worktreeState) indexCommit(dir string) plumbing.Hash {
 		return plumbing.ZeroHash
 	}
 	info, err := os.Stat(filepath.Join(dir, ".git", "index"))
-	if err != nil || !info.ModTime().Equal(w.modTime) || info.Size() != w.size {
+	if err != nil || !os.SameFile(info, w.indexFile) || !info.ModTime().Equal(w.indexFile.ModTime()) || info.Size() != w.indexFile.Size() {
 		return plumbing.ZeroHash
 	}
 	return w.index

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -175,6 +176,40 @@ func TestIndexChangedOutsideASessionIsResetOnTheNextUse(t *testing.T) {
 
 	s = open(t, cache, remote, "main", "")
 	expectCheckedOut(t, g, s, tip)
+	g.Expect(readFile(g, s.Dir(), agentPath)).To(Equal(seedFiles[agentPath]))
+}
+
+// TestIndexReplacedWithinOneTimestampTickIsNoticed: file times tick
+// coarsely (a few milliseconds on Linux), so a `git add` in the kept clone
+// right after uprev wrote its index can leave an index of the same size
+// and modification time. It is still another file (git writes a new index
+// and renames it over the old), and the next use must notice it.
+func TestIndexReplacedWithinOneTimestampTickIsNoticed(t *testing.T) {
+	g := NewWithT(t)
+	srv := gitserver.Start(t)
+	remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
+	cache := newCache(t)
+	s := open(t, cache, remote, "main", "")
+	dir := s.Dir()
+	s.Close()
+	indexPath := filepath.Join(dir, ".git", "index")
+	written, err := os.Stat(indexPath)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// The same length as the seeded file, so the index keeps its size.
+	staged := strings.Replace(seedFiles[agentPath], "agent:", "agenT:", 1)
+	g.Expect(staged).To(HaveLen(len(seedFiles[agentPath])))
+	g.Expect(os.WriteFile(filepath.Join(dir, agentPath), []byte(staged), 0o644)).To(Succeed())
+	out, err := runGit(t, dir, nil, "add", agentPath)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(os.Chtimes(indexPath, written.ModTime(), written.ModTime())).To(Succeed(), "within the tick of uprev's write")
+	replaced, err := os.Stat(indexPath)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replaced.Size()).To(Equal(written.Size()))
+	g.Expect(replaced.ModTime()).To(Equal(written.ModTime()))
+
+	s = open(t, cache, remote, "main", "")
+	expectCheckedOut(t, g, s, srv.Log(t, "fleet", "main")[0].SHA)
 	g.Expect(readFile(g, s.Dir(), agentPath)).To(Equal(seedFiles[agentPath]))
 }
 
