@@ -159,7 +159,10 @@ func imageOf(binary []byte, platform v1.Platform, created time.Time, labels map[
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(files)), nil }, tarball.WithMediaType(types.OCILayer))
+	// The layer is compressed once and kept: its digest, the image's and
+	// the push each read it.
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(files)), nil },
+		tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, err
 	}
