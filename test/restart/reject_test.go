@@ -109,8 +109,14 @@ func TestRejectionIsNeverWrittenAndSurvivesARestart(t *testing.T) {
 	expectHeld()
 	first.Stop()
 
-	// Restarted, with nothing kept: the rule comes from Git again.
+	// Restarted, with nothing kept: the rule comes from Git again. The
+	// new manager has no tags stored until it scans the repository, and
+	// its first run of the policy may come before that scan and find the
+	// dependency not ready: a user who restarted it asks for the scan,
+	// then for the policy, then for the automation, each waited for.
 	manager.Start(t, bin, c.KubeConfigPath, t.TempDir(), "--controllers=image,automation")
+	g.Expect(uprev("reconcile", "repository", "agent", "--wait")).To(ContainSubstring("2 tags"))
+	g.Expect(uprev("reconcile", "policy", "agent", "--wait")).To(ContainSubstring("1.1.0"))
 	g.Expect(uprev("reconcile", "automation", "fleet", "--wait")).To(ContainSubstring("1 held"))
 	expectHeld()
 
