@@ -93,12 +93,8 @@ func TestCraftedTreeIsRefusedOnAnIncrementalFetch(t *testing.T) {
 	for name, tc := range craftedEntries {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			srv := gitserver.Start(t)
-			remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
-			cache := newCache(t)
-			s := open(t, cache, remote, "main", "")
-			dir := s.Dir()
-			s.Close()
+			fleet := newKeptFleet(t)
+			srv, remote, cache, dir := fleet.srv, fleet.remote, fleet.cache, fleet.dir
 			watched := watchOutside(t, dir, "commondir", "config")
 
 			bad := srv.CommitTree(t, "fleet", "main", false, tc.entries...)
@@ -115,12 +111,8 @@ func TestCraftedTreeIsRefusedOnAFreshCheckout(t *testing.T) {
 	for name, tc := range craftedEntries {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			srv := gitserver.Start(t)
-			remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
-			cache := newCache(t)
-			s := open(t, cache, remote, "main", "")
-			dir := s.Dir()
-			s.Close()
+			fleet := newKeptFleet(t)
+			srv, remote, cache, dir := fleet.srv, fleet.remote, fleet.cache, fleet.dir
 			// The fresh clone has a new object store, named in .git/commondir.
 			watched := watchOutside(t, dir, "config")
 

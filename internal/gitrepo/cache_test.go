@@ -42,12 +42,8 @@ func TestCorruptedCloneIsReplaced(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			srv := gitserver.Start(t)
-			remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
-			cache := newCache(t)
-			s := open(t, cache, remote, "main", "")
-			dir := s.Dir()
-			s.Close()
+			fleet := newKeptFleet(t)
+			srv, remote, cache, dir := fleet.srv, fleet.remote, fleet.cache, fleet.dir
 			next := srv.CommitFile(t, "fleet", "main", "clusters/prod/app.yaml", "image: ghcr.io/acme/app:2.1.0\n", "Bump app by hand")
 
 			damage(g, filepath.Join(dir, ".git"), storeDir(g, dir))

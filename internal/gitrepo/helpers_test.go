@@ -50,6 +50,27 @@ func newRemote(t testing.TB, url string, data map[string][]byte) *gitrepo.Remote
 	return r
 }
 
+// keptFleet is the seeded fleet repository on a Git server of its own,
+// cloned into a cache by one session, closed: the kept clone that the next
+// session finds in dir.
+type keptFleet struct {
+	srv    *gitserver.Server
+	remote *gitrepo.Remote
+	cache  *gitrepo.Cache
+	dir    string
+}
+
+// newKeptFleet returns a keptFleet of branch main.
+func newKeptFleet(t testing.TB) keptFleet {
+	t.Helper()
+	k := keptFleet{srv: gitserver.Start(t), cache: newCache(t)}
+	k.remote = newRemote(t, k.srv.InitRepo(t, "fleet", "main", seedFiles), nil)
+	s := open(t, k.cache, k.remote, "main", "")
+	k.dir = s.Dir()
+	s.Close()
+	return k
+}
+
 // open opens a session and closes it at the end of the test.
 func open(t testing.TB, c *gitrepo.Cache, r *gitrepo.Remote, branch, pushBranch string) *gitrepo.Session {
 	t.Helper()

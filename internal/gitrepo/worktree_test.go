@@ -160,12 +160,8 @@ func TestDirtyTreeLeftByAFailedEditIsResetOnTheNextUse(t *testing.T) {
 
 func TestIndexChangedOutsideASessionIsResetOnTheNextUse(t *testing.T) {
 	g := NewWithT(t)
-	srv := gitserver.Start(t)
-	remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
-	cache := newCache(t)
-	s := open(t, cache, remote, "main", "")
-	dir := s.Dir()
-	s.Close()
+	fleet := newKeptFleet(t)
+	srv, remote, cache, dir := fleet.srv, fleet.remote, fleet.cache, fleet.dir
 
 	// Someone stages a change in the kept clone: the working tree matches
 	// the index, which no longer matches HEAD.
@@ -174,7 +170,7 @@ func TestIndexChangedOutsideASessionIsResetOnTheNextUse(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	tip := srv.CommitFile(t, "fleet", "main", "clusters/prod/app.yaml", "image: ghcr.io/acme/app:2.1.0\n", "Bump app by hand")
 
-	s = open(t, cache, remote, "main", "")
+	s := open(t, cache, remote, "main", "")
 	expectCheckedOut(t, g, s, tip)
 	g.Expect(readFile(g, s.Dir(), agentPath)).To(Equal(seedFiles[agentPath]))
 }
@@ -186,12 +182,8 @@ func TestIndexChangedOutsideASessionIsResetOnTheNextUse(t *testing.T) {
 // and renames it over the old), and the next use must notice it.
 func TestIndexReplacedWithinOneTimestampTickIsNoticed(t *testing.T) {
 	g := NewWithT(t)
-	srv := gitserver.Start(t)
-	remote := newRemote(t, srv.InitRepo(t, "fleet", "main", seedFiles), nil)
-	cache := newCache(t)
-	s := open(t, cache, remote, "main", "")
-	dir := s.Dir()
-	s.Close()
+	fleet := newKeptFleet(t)
+	srv, remote, cache, dir := fleet.srv, fleet.remote, fleet.cache, fleet.dir
 	indexPath := filepath.Join(dir, ".git", "index")
 	written, err := os.Stat(indexPath)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -208,7 +200,7 @@ func TestIndexReplacedWithinOneTimestampTickIsNoticed(t *testing.T) {
 	g.Expect(replaced.Size()).To(Equal(written.Size()))
 	g.Expect(replaced.ModTime()).To(Equal(written.ModTime()))
 
-	s = open(t, cache, remote, "main", "")
+	s := open(t, cache, remote, "main", "")
 	expectCheckedOut(t, g, s, srv.Log(t, "fleet", "main")[0].SHA)
 	g.Expect(readFile(g, s.Dir(), agentPath)).To(Equal(seedFiles[agentPath]))
 }
