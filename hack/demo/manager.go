@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/uprev-dev/uprev/internal/outbound"
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
@@ -30,11 +30,11 @@ func (d *demo) startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	metricsAddr, err := freeAddr()
+	metricsAddr, err := freeport.Reserve()
 	if err != nil {
 		return err
 	}
-	healthAddr, err := freeAddr()
+	healthAddr, err := freeport.Reserve()
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (d *demo) startManager(ctx context.Context) error {
 	args = setFlag(args, "--metrics-addr", metricsAddr)
 	args = setFlag(args, "--health-addr", healthAddr)
 	args = setFlag(args, "--leader-election-namespace", namespace)
-	webhookAddr, err := freeAddr()
+	webhookAddr, err := freeport.Reserve()
 	if err != nil {
 		return err
 	}
@@ -126,14 +126,4 @@ func setFlag(args []string, name, value string) []string {
 	out := slices.Clone(args)
 	out[i] = name + "=" + value
 	return out
-}
-
-// freeAddr returns host:port of a port of 127.0.0.1 free now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }() // an address is all it needs
-	return l.Addr().String(), nil
 }

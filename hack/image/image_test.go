@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -201,7 +201,7 @@ func runAsDeployment(t *testing.T, dir string) {
 	g.Expect(os.WriteFile(filepath.Join(dir, "kubeconfig"), kc, 0o644)).To(Succeed())
 	storage := filepath.Join(dir, "data")
 	g.Expect(os.Mkdir(storage, 0o755)).To(Succeed())
-	health, metrics := freeAddr(t), freeAddr(t)
+	health, metrics := freeport.Addr(t), freeport.Addr(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "uprev-system"}}
 	k8s, err := kubernetes.NewForConfig(c.Config)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -267,15 +267,4 @@ func deploymentArgs(t *testing.T) []string {
 	}
 	t.Fatal("config/manager/manager.yaml has no container named manager")
 	return nil
-}
-
-// freeAddr returns a free host:port of 127.0.0.1.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 	"github.com/uprev-dev/uprev/internal/testenv/testlog"
 )
 
@@ -66,7 +66,7 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(storage) }()
 
-	webhookAddr, err := freeLoopbackAddr()
+	webhookAddr, err := freeport.Reserve()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: finding a port for the webhook receivers:", err)
 		return 1
@@ -122,16 +122,6 @@ func init() {
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(3 * time.Second)
 	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
-}
-
-// freeLoopbackAddr returns a loopback address with a port free right now.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
 }
 
 // remoteCluster is a control plane standing in for a workload cluster

@@ -21,8 +21,8 @@ import (
 
 	uprevv1 "github.com/uprev-dev/uprev/api/v1alpha1"
 	"github.com/uprev-dev/uprev/internal/fleet"
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
-	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 	"github.com/uprev-dev/uprev/internal/testenv/tarpit"
 	"github.com/uprev-dev/uprev/internal/webhook"
@@ -86,7 +86,7 @@ func markedFile(policy int) string {
 func BenchmarkSoak(b *testing.B) {
 	g := NewWithT(b)
 	fleet := startSoakFleet(b)
-	hooks := manager.FreeAddr(b)
+	hooks := freeport.Addr(b)
 	mgr := startManager(b, "--webhook-addr="+hooks)
 	startSoakAttacker(b)
 	fleet.expectSettled(b, g, 5*time.Minute)

@@ -24,7 +24,7 @@ import (
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
-	"github.com/uprev-dev/uprev/internal/testenv/manager"
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
 
@@ -49,7 +49,7 @@ func managerRunsAsThePod(t *testing.T, c *cluster.Cluster, cl client.Client) {
 
 	var dep appsv1.Deployment
 	g.Expect(cl.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "uprev"}, &dep)).To(Succeed())
-	health := manager.FreeAddr(t)
+	health := freeport.Addr(t)
 	// The Pod's volume, ports and namespace, which a Pod has and a
 	// process here does not.
 	args := append([]string{"run"}, podArgs(dep.Spec.Template.Spec.Containers[0].Args, map[string]string{

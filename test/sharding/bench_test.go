@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -139,7 +140,7 @@ func startShardManagers(b *testing.B, bin, kubeconfig string, n int) []shardMana
 	}
 	var procs []shardManager
 	for _, sel := range selectors {
-		addr := manager.FreeAddr(b)
+		addr := freeport.Addr(b)
 		p := manager.Start(b, bin, kubeconfig, b.TempDir(),
 			"--controllers="+controllers.ImageScanning, "--watch-label-selector="+sel,
 			"--log-level=info", "--metrics-addr="+addr, "--metrics-secure=false")

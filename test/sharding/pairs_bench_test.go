@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/uprev-dev/uprev/controllers"
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
 )
@@ -66,7 +67,7 @@ func BenchmarkImagePairs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	metricsAddr, pprofAddr := manager.FreeAddr(b), manager.FreeAddr(b)
+	metricsAddr, pprofAddr := freeport.Addr(b), freeport.Addr(b)
 	flags := []string{"--controllers=" + controllers.ImageScanning, "--log-level=info", "--metrics-addr=" + metricsAddr, "--metrics-secure=false"}
 	profile := os.Getenv("UPREV_PAIRS_CPUPROFILE")
 	if profile != "" {

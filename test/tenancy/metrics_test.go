@@ -13,13 +13,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 )
 
 // TestMetricsNeedAnAuthorizedClient: by default the manager serves its
@@ -31,7 +32,7 @@ import (
 func TestMetricsNeedAnAuthorizedClient(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	addr := manager.FreeAddr(t)
+	addr := freeport.Addr(t)
 	startManager(t, "--metrics-addr="+addr)
 	ns := newNamespace(t, "metrics")
 

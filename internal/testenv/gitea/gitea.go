@@ -24,6 +24,7 @@ import (
 
 	giteasdk "code.gitea.io/sdk/gitea"
 
+	"github.com/uprev-dev/uprev/internal/testenv/freeport"
 	"github.com/uprev-dev/uprev/internal/testenv/syncbuf"
 )
 
@@ -81,18 +82,19 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	port, err := freePort()
+	addr := freeport.Addr(t)
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{URL: fmt.Sprintf("http://127.0.0.1:%d/", port), Admin: "uprev-admin", AdminPassword: "P4ss-" + rand.Text(), dir: dir, log: &syncbuf.Buffer{}}
+	s := &Server{URL: "http://" + addr + "/", Admin: "uprev-admin", AdminPassword: "P4ss-" + rand.Text(), dir: dir, log: &syncbuf.Buffer{}}
 	config := filepath.Join(dir, "app.ini")
 	if err := os.WriteFile(config, []byte(appIni(dir, static, port)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := s.command(ctx, bin, "web", "--config", config, "--work-path", dir, "--port", fmt.Sprint(port))
+	cmd := s.command(ctx, bin, "web", "--config", config, "--work-path", dir, "--port", port)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	// Gitea shuts down gracefully on SIGTERM, which can take a minute; a
 	// test server has nothing to keep.
@@ -252,8 +254,8 @@ func (s *Server) MergePullRequest(t testing.TB, repo string, index int64) {
 func (s *Server) Log() string { return s.log.String() }
 
 // appIni is Gitea's configuration: installed, offline, SQLite, no mail.
-func appIni(dir, static string, port int) string {
-	return strings.NewReplacer("@DIR@", dir, "@STATIC@", static, "@PORT@", fmt.Sprint(port), "@USER@", currentUser(),
+func appIni(dir, static, port string) string {
+	return strings.NewReplacer("@DIR@", dir, "@STATIC@", static, "@PORT@", port, "@USER@", currentUser(),
 		"@SECRET@", rand.Text()+rand.Text()).Replace(`APP_NAME = uprev tests
 RUN_USER = @USER@
 RUN_MODE = prod
@@ -336,14 +338,4 @@ func currentUser() string {
 		return u.Username
 	}
 	return "root"
-}
-
-// freePort returns a TCP port of 127.0.0.1 free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }() // a port is all it needs
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -6,7 +6,6 @@ package manager
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,16 +223,4 @@ func RunSuite(m *testing.M, name string, use func(*Cluster) error) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// FreeAddr returns a loopback address with a port free at the time, for a
-// manager's --metrics-addr, --health-addr or --webhook-addr.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }() // an address is all it needs
-	return l.Addr().String()
 }
