@@ -74,6 +74,9 @@ type ImagePolicyReconciler struct {
 	shares *workerShares
 	// waits lets a new policy wait quietly.
 	waits quietWaits
+	// tagWaits lets a policy wait quietly for this manager to store its
+	// repository's tags (waitForTags).
+	tagWaits quietWaits
 	// digests spares age-gated policies digest look-ups between scans.
 	digests digestCache
 	// liveGates reads ReleaseGates past the cache (ungatedForSure).
@@ -114,9 +117,10 @@ func (r *ImagePolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			handler.EnqueueRequestsFromMapFunc(r.policiesOfRepository),
 			builder.WithPredicates(predicate.Or[client.Object](scanChangedPredicate{}, firstScanPredicate{}))).
 		// A scan that finds the same tags: age-gated policies check that
-		// their selected tag did not move.
+		// their selected tag did not move, and policies waiting for the
+		// tags to be stored select.
 		Watches(&imagev1.ImageRepository{},
-			handler.EnqueueRequestsFromMapFunc(r.agedPoliciesOfRepository),
+			handler.EnqueueRequestsFromMapFunc(r.rescannedPoliciesOfRepository),
 			builder.WithPredicates(rescannedPredicate{})).
 		Watches(&uprevv1.ReleaseGate{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfGate),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

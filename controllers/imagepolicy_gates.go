@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -36,7 +37,7 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 	if len(gates) == 0 {
 		tags, readErr := r.Tags.Tags(repoKey(repo))
 		if readErr != nil {
-			return gate.Selection{}, storedTagsError(repo, readErr)
+			return gate.Selection{}, r.storedTagsError(pol, repo, readErr)
 		}
 		count = len(tags)
 		sel.Tag, err = policy.SelectLatest(pol.Spec.Policy, pol.Spec.FilterTags, tags)
@@ -48,11 +49,12 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 	} else {
 		tags, readErr := r.Tags.SeenTags(repoKey(repo))
 		if readErr != nil {
-			return gate.Selection{}, storedTagsError(repo, readErr)
+			return gate.Selection{}, r.storedTagsError(pol, repo, readErr)
 		}
 		count = len(tags)
 		sel, err = r.selectGated(ctx, pol, repo, tags, gates)
 	}
+	r.tagWaits.done(pol.UID)
 	var reasoned *transientError
 	switch {
 	case errors.Is(err, policy.ErrInvalidPolicy):
@@ -67,10 +69,17 @@ func (r *ImagePolicyReconciler) selectLatest(ctx context.Context, pol *imagev1.I
 	return sel, nil
 }
 
-// storedTagsError is the error of a repository whose tags cannot be read.
-func storedTagsError(repo *imagev1.ImageRepository, err error) error {
-	return transient(meta.DependencyNotReadyReason,
+// storedTagsError is the error of pol's run when the tags of its scanned
+// repository cannot be read. Tags not stored yet, as in a manager started
+// with empty storage before its first scan of the repository, are waited
+// for quietly (quietWaits.waitForTags).
+func (r *ImagePolicyReconciler) storedTagsError(pol *imagev1.ImagePolicy, repo *imagev1.ImageRepository, err error) error {
+	notReady := transient(meta.DependencyNotReadyReason,
 		fmt.Errorf("tags of ImageRepository %s/%s are not stored yet: %w", repo.Namespace, repo.Name, err))
+	if !errors.Is(err, fs.ErrNotExist) {
+		return notReady
+	}
+	return r.tagWaits.waitForTags(pol, r.Clock.Now(), notReady)
 }
 
 // gatesOf returns the gates of the ReleaseGates that select pol. A gate

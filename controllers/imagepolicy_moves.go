@@ -263,12 +263,13 @@ func (rescannedPredicate) Update(e event.UpdateEvent) bool {
 			before.Status.LastHandledReconcileAt != after.Status.LastHandledReconcileAt)
 }
 
-// agedPoliciesOfRepository maps a rescanned ImageRepository to its
-// policies that a ReleaseGate with a minReleaseAge or verify selects: only
+// rescannedPoliciesOfRepository maps a rescanned ImageRepository to its
+// policies waiting for this manager to store its tags (waitForTags), and
+// to those that a ReleaseGate with a minReleaseAge or verify selects: only
 // those check, once per scan, whether their selected tag moved
 // (seeDigest), or whether a version refused for its signature has been
 // signed since (verificationRound).
-func (r *ImagePolicyReconciler) agedPoliciesOfRepository(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *ImagePolicyReconciler) rescannedPoliciesOfRepository(ctx context.Context, obj client.Object) []reconcile.Request {
 	policies, err := r.policiesUsing(ctx, obj)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing image policies of a repository")
@@ -278,6 +279,10 @@ func (r *ImagePolicyReconciler) agedPoliciesOfRepository(ctx context.Context, ob
 	var reqs []reconcile.Request
 	for i := range policies {
 		pol := &policies[i]
+		if r.tagWaits.waiting(pol.UID) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pol)})
+			continue
+		}
 		list, ok := gates[pol.Namespace]
 		if !ok {
 			var l uprevv1.ReleaseGateList

@@ -35,10 +35,11 @@ const quietFor = 10 * time.Second
 const maxQuietWaits = 4096
 
 // quietWaits remembers when the controller first put off each new object
-// (one without a Ready condition), so that its short waits write nothing.
-// It counts from the first wait, not from the object's creation: a manager
-// that starts, or falls behind, with many new objects still reports none
-// of their short waits. The zero value is ready to use.
+// (one without a Ready condition), so that its short waits write nothing,
+// and each policy waiting for this manager to store its repository's tags
+// (waitForTags). It counts from the first wait, not from the object's
+// creation: a manager that starts, or falls behind, with many new objects
+// still reports none of their short waits. The zero value is ready to use.
 type quietWaits struct {
 	mu    sync.Mutex
 	since map[types.UID]time.Time
@@ -69,15 +70,56 @@ func (q *quietWaits) waitQuietly(obj conditions.Getter, now time.Time, err error
 	return &silentRetryError{err: err, retryAfter: busyRetry}
 }
 
+// waitForTags returns err, the error of obj's run that found its
+// repository scanned but its tags not stored by this manager, as a silent
+// retry after busyRetry while obj's first such wait is less than quietFor
+// ago, whatever obj's status, and as it is otherwise. That is a manager
+// started with empty storage, before its first scan of the repository:
+// the scan is due at once, stores the tags and runs obj again (a rescan
+// wakes the objects that wait here: waiting), and until then obj keeps the
+// status it had rather than flapping to DependencyNotReady. A scan that
+// does not come within quietFor (a registry that fails or does not
+// answer) is shown.
+func (q *quietWaits) waitForTags(obj conditions.Getter, now time.Time, err error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	first, ok := q.firstWaitOf(obj.GetUID(), now)
+	if !ok || now.Sub(first) >= quietFor {
+		delete(q.since, obj.GetUID())
+		return err
+	}
+	return &silentRetryError{err: err, retryAfter: busyRetry}
+}
+
+// waiting reports whether the object uid waits quietly now.
+func (q *quietWaits) waiting(uid types.UID) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.since[uid]
+	return ok
+}
+
+// done forgets the wait of the object uid: what it waited for came.
+func (q *quietWaits) done(uid types.UID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.since, uid)
+}
+
 // firstWait returns when new obj first waited, recording now if it had
 // not; false when obj is not new (it has a Ready condition) or cannot be
 // remembered. Callers hold q.mu.
 func (q *quietWaits) firstWait(obj conditions.Getter, now time.Time) (time.Time, bool) {
-	uid := obj.GetUID()
 	if conditions.Get(obj, meta.ReadyCondition) != nil {
-		delete(q.since, uid)
+		delete(q.since, obj.GetUID())
 		return time.Time{}, false
 	}
+	return q.firstWaitOf(obj.GetUID(), now)
+}
+
+// firstWaitOf returns when the object uid first waited, recording now if
+// it had not; false when it cannot be remembered. Callers hold q.mu.
+func (q *quietWaits) firstWaitOf(uid types.UID, now time.Time) (time.Time, bool) {
 	if q.since == nil {
 		q.since = map[types.UID]time.Time{}
 	}

@@ -143,3 +143,37 @@ func TestQuietWaitsInLineForAShareThatTurnsOver(t *testing.T) {
 	g.Expect(errors.As(err, &silent)).To(BeFalse(), "a share held for quietFor shows the waits behind it")
 	g.Expect(err.Error()).To(ContainSubstring("registry a already holds its share"))
 }
+
+// A manager started with empty storage runs a policy that was Ready
+// before its first scan of the policy's repository: the policy waits for
+// the tags without a word, whatever its status, and the wait is shown
+// when the scan does not come.
+func TestQuietWaitForTagsKeepsAReadyPolicysStatusForABoundedTime(t *testing.T) {
+	g := NewWithT(t)
+	var q quietWaits
+	now := shareTime
+	pol := &imagev1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{UID: "p"}}
+	conditions.MarkTrue(pol, meta.ReadyCondition, "Succeeded", "Latest image tag for agent resolved to 1.1.0")
+	notStored := transient(meta.DependencyNotReadyReason, errors.New("tags of ImageRepository fleet/agent are not stored yet"))
+
+	var silent *silentRetryError
+	err := q.waitForTags(pol, now, notStored)
+	g.Expect(errors.As(err, &silent)).To(BeTrue(), "a Ready policy's first wait for the tags writes nothing")
+	g.Expect(silent.retryAfter).To(Equal(busyRetry))
+	g.Expect(q.waiting(pol.UID)).To(BeTrue(), "a rescan wakes it")
+	err = q.waitForTags(pol, now.Add(quietFor-time.Second), notStored)
+	g.Expect(errors.As(err, &silent)).To(BeTrue(), "nor its waits within quietFor of the first")
+
+	err = q.waitForTags(pol, now.Add(quietFor), notStored)
+	g.Expect(errors.As(err, &silent)).To(BeFalse(), "a scan that does not come is shown")
+	var retry *transientError
+	g.Expect(errors.As(err, &retry)).To(BeTrue())
+	g.Expect(retry.reason).To(Equal(meta.DependencyNotReadyReason))
+	g.Expect(q.waiting(pol.UID)).To(BeFalse())
+
+	_ = q.waitForTags(pol, now.Add(2*quietFor), notStored)
+	q.done(pol.UID)
+	g.Expect(q.waiting(pol.UID)).To(BeFalse(), "the tags came: nothing is kept")
+	err = q.waitForTags(pol, now.Add(3*quietFor), notStored)
+	g.Expect(errors.As(err, &silent)).To(BeTrue(), "a later wait counts from its own start")
+}

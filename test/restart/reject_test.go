@@ -110,10 +110,10 @@ func TestRejectionIsNeverWrittenAndSurvivesARestart(t *testing.T) {
 	first.Stop()
 
 	// Restarted, with nothing kept: the rule comes from Git again. The
-	// new manager has no tags stored until it scans the repository, and
-	// its first run of the policy may come before that scan and find the
-	// dependency not ready: a user who restarted it asks for the scan,
-	// then for the policy, then for the automation, each waited for.
+	// new manager has no tags stored until it scans the repository (its
+	// policy waits for them quietly: tagwait_test.go); a user who
+	// restarted it asks for the scan, then for the policy, then for the
+	// automation, each waited for.
 	manager.Start(t, bin, c.KubeConfigPath, t.TempDir(), "--controllers=image,automation")
 	g.Expect(uprev("reconcile", "repository", "agent", "--wait")).To(ContainSubstring("2 tags"))
 	g.Expect(uprev("reconcile", "policy", "agent", "--wait")).To(ContainSubstring("1.1.0"))
