@@ -132,4 +132,3 @@ func watchReady(t *testing.T, c *manager.Cluster, pol *imagev1.ImagePolicy) func
 		return append([]*metav1.Condition(nil), seen...)
 	}
 }
-
