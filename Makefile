@@ -9,6 +9,12 @@ ACTIONLINT := $(BIN)/actionlint
 ACTIONLINT_VERSION := v1.7.12
 PROMTOOL_VERSION := v0.316.0
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
+# Every go command make runs (lint's vet, the tests, stress, the builds)
+# compiles trimmed: without the checkout's path, so that Go's build cache
+# holds across clones and worktrees (otherwise each new path compiles and
+# vets every uprev package again: minutes). Tests find the repository
+# from their working directory (internal/testenv/reporoot).
+export GOFLAGS := $(strip -trimpath $(GOFLAGS))
 
 # VERSION is stamped into the binary (`uprev version`) and tags the
 # manager's image in dist/install.yaml.

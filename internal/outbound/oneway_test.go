@@ -6,10 +6,11 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 )
 
 // forbidden are the ways out of the process that bypass this package: a
@@ -46,10 +47,10 @@ var exempt = []string{"internal/outbound/", "internal/testenv/", "test/", "hack/
 // deadlines and bounds of this package. A type named in a declaration
 // (a field of type *http.Client) is fine; making one is not.
 func TestOneWayOut(t *testing.T) {
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(self), "..", "..")
+	root := reporoot.Dir()
 	fset := token.NewFileSet()
 	var found []string
+	controllersRead := false
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -74,6 +75,7 @@ func TestOneWayOut(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		controllersRead = controllersRead || strings.HasPrefix(rel, "controllers/")
 		for _, use := range forbiddenUses(file) {
 			found = append(found, rel+":"+strconv.Itoa(fset.Position(use.pos).Line)+": "+use.what)
 		}
@@ -81,6 +83,9 @@ func TestOneWayOut(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !controllersRead {
+		t.Fatalf("no file of controllers/ was read under %s: not the repository's root", root)
 	}
 	if len(found) > 0 {
 		t.Errorf("calls out of the manager that bypass internal/outbound (use its Transport, Client or Dialer):\n%s", strings.Join(found, "\n"))

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -30,14 +29,14 @@ import (
 	"github.com/uprev-dev/uprev/internal/testenv/gitserver"
 	"github.com/uprev-dev/uprev/internal/testenv/manager"
 	"github.com/uprev-dev/uprev/internal/testenv/registry"
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 )
 
 // fluxBinary returns the path of bin/flux, failing the test with how to
 // build it when it is not there.
 func fluxBinary(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(filepath.Dir(file), "..", "..", "bin", "flux")
+	bin := filepath.Join(reporoot.Dir(), "bin", "flux")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("the Flux CLI is missing at %s: build it with `make flux` or test/flux/build.sh (`make test` builds it): %v", bin, err)
 	}

@@ -7,23 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"sigs.k8s.io/yaml"
-)
 
-// repoRoot is the root of the uprev repository.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
+)
 
 // promtool returns the path of bin/promtool, failing the test with how to
 // build it when it is missing.
 func promtool(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(repoRoot(), "bin", "promtool")
+	path := filepath.Join(reporoot.Dir(), "bin", "promtool")
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("%s is missing: run `make promtool` (builds Prometheus's promtool from the Go module proxy into bin/): %v", path, err)
 	}
@@ -44,7 +39,7 @@ func run(t *testing.T, dir string, args ...string) {
 }
 
 func TestAlertRules(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(), "config", "monitoring", "prometheusrule.yaml"))
+	raw, err := os.ReadFile(filepath.Join(reporoot.Dir(), "config", "monitoring", "prometheusrule.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

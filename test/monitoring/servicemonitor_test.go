@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 )
 
 // serviceMonitor is the part of a Prometheus Operator ServiceMonitor that
@@ -38,9 +40,9 @@ type serviceMonitor struct {
 // with a bearer token (the metrics answer 401 without one).
 func TestServiceMonitorScrapesTheManager(t *testing.T) {
 	var sm serviceMonitor
-	readYAML(t, filepath.Join(repoRoot(), "config", "monitoring", "servicemonitor.yaml"), &sm)
+	readYAML(t, filepath.Join(reporoot.Dir(), "config", "monitoring", "servicemonitor.yaml"), &sm)
 	var svc corev1.Service
-	readYAML(t, filepath.Join(repoRoot(), "config", "manager", "metrics_service.yaml"), &svc)
+	readYAML(t, filepath.Join(reporoot.Dir(), "config", "manager", "metrics_service.yaml"), &svc)
 
 	if sm.APIVersion != "monitoring.coreos.com/v1" || sm.Kind != "ServiceMonitor" {
 		t.Fatalf("not a ServiceMonitor: %s %s", sm.APIVersion, sm.Kind)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/uprev-dev/uprev/internal/testenv/freeport"
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 )
 
 // TestMetricsNeedAnAuthorizedClient: by default the manager serves its
@@ -38,7 +38,7 @@ func TestMetricsNeedAnAuthorizedClient(t *testing.T) {
 
 	// The manifest's ClusterRole, bound to a ServiceAccount "prometheus".
 	reader := &rbacv1.ClusterRole{}
-	manifest, err := os.ReadFile(filepath.Join(repoRoot(), "config", "rbac", "metrics_reader_role.yaml"))
+	manifest, err := os.ReadFile(filepath.Join(reporoot.Dir(), "config", "rbac", "metrics_reader_role.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(yaml.UnmarshalStrict(manifest, reader)).To(Succeed())
 	reader.Name += "-" + ns
@@ -110,10 +110,4 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 		t.Fatalf("requesting a token of %s/%s: %v", ns, name, err)
 	}
 	return req.Status.Token
-}
-
-// repoRoot is the repository root, found from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 )
 
 // Cluster is one running control plane.
@@ -22,19 +23,13 @@ type Cluster struct {
 	env *envtest.Environment
 }
 
-// repoRoot returns the repository root, found from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
 // AssetsDir returns the directory holding kube-apiserver and etcd:
 // $KUBEBUILDER_ASSETS, or bin/k8s at the repository root.
 func AssetsDir() string {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		return dir
 	}
-	return filepath.Join(repoRoot(), "bin", "k8s")
+	return filepath.Join(reporoot.Dir(), "bin", "k8s")
 }
 
 // Start starts a control plane with the project's CRDs installed, and
@@ -42,7 +37,7 @@ func AssetsDir() string {
 // fails, saying how to build them, when the control-plane binaries are
 // missing.
 func Start() (*Cluster, error) {
-	crds := filepath.Join(repoRoot(), "config", "crd")
+	crds := filepath.Join(reporoot.Dir(), "config", "crd")
 	return start(AssetsDir(), []string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository")})
 }
 
@@ -51,8 +46,8 @@ func Start() (*Cluster, error) {
 // API 1.14; `make cluster-api-crd` refreshes it) installed too, as on a
 // management cluster: for Syncs that select Clusters.
 func StartWithClusterAPI() (*Cluster, error) {
-	crds := filepath.Join(repoRoot(), "config", "crd")
-	capi := filepath.Join(repoRoot(), "internal", "testenv", "cluster", "crds", "cluster-api")
+	crds := filepath.Join(reporoot.Dir(), "config", "crd")
+	capi := filepath.Join(reporoot.Dir(), "internal", "testenv", "cluster", "crds", "cluster-api")
 	return start(AssetsDir(), []string{filepath.Join(crds, "bases"), filepath.Join(crds, "gitrepository"), capi})
 }
 

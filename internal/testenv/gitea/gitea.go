@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 	giteasdk "code.gitea.io/sdk/gitea"
 
 	"github.com/uprev-dev/uprev/internal/testenv/freeport"
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 	"github.com/uprev-dev/uprev/internal/testenv/syncbuf"
 )
 
@@ -44,12 +44,6 @@ type Server struct {
 	log *syncbuf.Buffer
 }
 
-// binDir is bin/ at the repository root, found from this file's location.
-func binDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "bin")
-}
-
 // Binary returns the gitea binary and its static root (options/,
 // templates/): $GITEA_BIN (the static root next to it, as build.sh writes
 // it), or bin/gitea at the repository root. It fails, saying how to build
@@ -57,7 +51,7 @@ func binDir() string {
 func Binary() (bin, staticRoot string, err error) {
 	bin = os.Getenv("GITEA_BIN")
 	if bin == "" {
-		bin = filepath.Join(binDir(), "gitea")
+		bin = filepath.Join(reporoot.Dir(), "bin", "gitea")
 	}
 	staticRoot = filepath.Join(filepath.Dir(bin), "gitea-"+Version)
 	for _, p := range []string{bin, filepath.Join(staticRoot, "options", "locale")} {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 )
 
 var (
@@ -27,12 +27,6 @@ var (
 	buildOut  []byte
 )
 
-// repoRoot returns the repository root, found from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
 // BuildCommand returns the `go build` of the repository's package pkg
 // into out, built as `make build`, the image and the test programs of
 // bin/ are: static (CGO_ENABLED=0) and trimmed (-trimpath). Every binary
@@ -40,7 +34,7 @@ func repoRoot() string {
 // package compiles once for them all, not once per setting.
 func BuildCommand(out, pkg string) *exec.Cmd {
 	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = repoRoot()
+	cmd.Dir = reporoot.Dir()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	return cmd
 }
@@ -57,12 +51,12 @@ func Build(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		pkg, err := filepath.Rel(repoRoot(), wd)
+		pkg, err := filepath.Rel(reporoot.Dir(), wd)
 		if err != nil {
 			buildErr = err
 			return
 		}
-		built = filepath.Join(repoRoot(), "bin", "test", strings.ReplaceAll(pkg, string(filepath.Separator), "-"), "uprev")
+		built = filepath.Join(reporoot.Dir(), "bin", "test", strings.ReplaceAll(pkg, string(filepath.Separator), "-"), "uprev")
 		buildOut, buildErr = BuildCommand(built, ".").CombinedOutput()
 	})
 	if buildErr != nil {
