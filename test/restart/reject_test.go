@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
-	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,19 +51,7 @@ func TestRejectionIsNeverWrittenAndSurvivesARestart(t *testing.T) {
 		return out.String()
 	}
 
-	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(k8s.Create(ctx, &imagev1.ImageRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec:       imagev1.ImageRepositorySpec{Image: image, Interval: metav1.Duration{Duration: time.Hour}},
-	})).To(Succeed())
-	pol := &imagev1.ImagePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec: imagev1.ImagePolicySpec{
-			ImageRepositoryRef: meta.NamespacedObjectReference{Name: "agent"},
-			Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
-		},
-	}
-	g.Expect(k8s.Create(ctx, pol)).To(Succeed())
+	createAgent(t, k8s, image)
 	auto := &uprevv1.UpdateAutomation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
 		Spec: uprevv1.UpdateAutomationSpec{

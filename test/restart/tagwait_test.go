@@ -10,7 +10,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,22 +32,7 @@ func TestReadyPolicyKeepsItsStatusUntilARestartedManagerStoresTags(t *testing.T)
 	reg := registry.Start(t)
 	reg.PushTags(t, "acme/agent", "1.0.0", "1.1.0")
 	bin := manager.Build(t)
-	const ns = "fleet"
-
-	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	repo := &imagev1.ImageRepository{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec:       imagev1.ImageRepositorySpec{Image: reg.Image("acme/agent"), Interval: metav1.Duration{Duration: time.Hour}},
-	}
-	g.Expect(k8s.Create(ctx, repo)).To(Succeed())
-	pol := &imagev1.ImagePolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		Spec: imagev1.ImagePolicySpec{
-			ImageRepositoryRef: meta.NamespacedObjectReference{Name: "agent"},
-			Policy:             imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}},
-		},
-	}
-	g.Expect(k8s.Create(ctx, pol)).To(Succeed())
+	_, pol := createAgent(t, k8s, reg.Image("acme/agent"))
 	ready := func(g Gomega) *metav1.Condition {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pol), pol)).To(Succeed())
 		return conditions.Get(pol, meta.ReadyCondition)
