@@ -75,8 +75,11 @@ func TestAttestationOf100MB(t *testing.T) {
 // registry listing 10,000 attestations of one digest among its referrers
 // has it judged on the first 16, and a .att manifest of 10,000 layers (3
 // MB, over MaxSignatureBytes) is not read past its manifest: the SBOM
-// last in each does not count, and the check takes a fraction of a
-// second (1.5 s when each of 16 layers parsed the manifest again).
+// last in each does not count, and none of the manifest's layers is
+// fetched (go-containerregistry parsed the manifest again for each layer
+// read: seconds, past the check's deadline under the race detector). The
+// blob count says so whatever the machine's load; a wall-clock bound here
+// failed under make stress.
 func TestAttestationsPastTheBounds(t *testing.T) {
 	g := NewWithT(t)
 	e := newEnv(t)
@@ -109,15 +112,14 @@ func TestAttestationsPastTheBounds(t *testing.T) {
 	e.reg.PushManifest(t, "app", signature.AttestationTag(e.digest), manifest)
 
 	e.reg.ResetCounts()
-	start := time.Now()
 	v, err = signature.Attestations(t.Context(), e.client, e.image, e.digest, compile(t, keySpec(t, key)), req, time.Now())
-	g.Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Passed).To(BeFalse())
 	g.Expect(v.Reason).To(ContainSubstring("no SPDX or CycloneDX attestation"))
 	c := e.reg.Counts()
 	g.Expect(c.Referrers).To(Equal(1))
-	// 16 bundles, and the .att tag; the bundles' blobs only.
+	// 16 bundles, and the .att tag; the bundles' blobs only, none of the
+	// .att manifest's layers.
 	g.Expect(c.ManifestGet).To(BeNumerically("<=", signature.MaxSignatures+1))
 	g.Expect(c.BlobGet).To(BeNumerically("<=", signature.MaxSignatures))
 }
