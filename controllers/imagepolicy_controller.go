@@ -169,7 +169,7 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	pol := &imagev1.ImagePolicy{}
 	if err := r.Get(ctx, req.NamespacedName, pol); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetMetrics(pol, req.NamespacedName)
+			r.forgetObject(pol, req.NamespacedName)
 			r.digests.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

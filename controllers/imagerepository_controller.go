@@ -93,7 +93,7 @@ func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	repo := &imagev1.ImageRepository{}
 	if err := r.Get(ctx, req.NamespacedName, repo); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetMetrics(repo, req.NamespacedName)
+			r.forgetObject(repo, req.NamespacedName)
 			return ctrl.Result{}, r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, err

@@ -121,7 +121,7 @@ func (r *ImageUpdateAutomationReconciler) Reconcile(ctx context.Context, req ctr
 	obj := &iacv1.ImageUpdateAutomation{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetMetrics(obj, req.NamespacedName)
+			r.forgetObject(obj, req.NamespacedName)
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

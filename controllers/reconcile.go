@@ -46,6 +46,8 @@ type reconciler struct {
 	Events events.EventRecorder
 	// minInterval is Options.MinInterval (atLeastMinInterval).
 	minInterval time.Duration
+	// readiness is the Ready condition each object's last run left.
+	readiness readiness
 }
 
 // progressFunc marks an object Reconciling=True with a message saying what
@@ -192,9 +194,11 @@ func (r *reconciler) metrics() fluxcontroller.Metrics {
 	return fluxcontroller.Metrics{Scheme: r.Scheme(), MetricsRecorder: gotkRecorder()}
 }
 
-// forgetMetrics drops the GitOps Toolkit metrics of the deleted object
-// key, of obj's kind, so that series of deleted objects do not pile up.
-func (r *reconciler) forgetMetrics(obj client.Object, key types.NamespacedName) {
+// forgetObject drops what r keeps of the object key, of obj's kind, that is gone
+// (deleted, or out of this manager's shard): its GitOps Toolkit metrics, so
+// that series of deleted objects do not pile up, and its last readiness.
+func (r *reconciler) forgetObject(obj client.Object, key types.NamespacedName) {
+	r.readiness.forget(key)
 	gvk, err := apiutil.GVKForObject(obj, r.Scheme())
 	if err != nil {
 		return
@@ -209,8 +213,12 @@ func (r *reconciler) forgetMetrics(obj client.Object, key types.NamespacedName) 
 
 // eventOnReadyChange records an event when the Ready condition changed its
 // status or reason, but none for a first Ready=True that is unannounced.
-func (r *reconciler) eventOnReadyChange(obj managedObject, before *metav1.Condition, unannounced bool) {
+// The change is against the Ready condition r's last run of obj left, when
+// there was one: read, from the cache the run started from, can be older
+// than that run's status write, and would announce its change again.
+func (r *reconciler) eventOnReadyChange(obj managedObject, read *metav1.Condition, unannounced bool) {
 	now := conditions.Get(obj, meta.ReadyCondition)
+	before := r.readiness.swap(obj, read, now)
 	if now == nil || (before != nil && before.Status == now.Status && before.Reason == now.Reason) {
 		return
 	}
@@ -222,4 +230,47 @@ func (r *reconciler) eventOnReadyChange(obj managedObject, before *metav1.Condit
 		kind = corev1.EventTypeWarning
 	}
 	r.Events.Eventf(obj, nil, kind, now.Reason, "Reconcile", "%s", now.Message)
+}
+
+// readiness remembers, by object, the Ready condition that the object's
+// last run left: one entry per object the manager reconciles, dropped
+// when the object is gone (reconciler.forgetObject). The zero value is ready to
+// use.
+type readiness struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]lastReady
+}
+
+// lastReady is the Ready condition one run left on the object of uid.
+type lastReady struct {
+	uid   types.UID
+	ready metav1.Condition
+}
+
+// swap returns the Ready condition obj's last run left, or read (the
+// object as this run read it) when there was none for this object (a
+// restarted manager, or an object deleted and made again under its name),
+// and remembers now as the one this run left.
+func (m *readiness) swap(obj client.Object, read, now *metav1.Condition) *metav1.Condition {
+	key := client.ObjectKeyFromObject(obj)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	before := read
+	if last, ok := m.last[key]; ok && last.uid == obj.GetUID() {
+		before = &last.ready
+	}
+	if now != nil {
+		if m.last == nil {
+			m.last = map[types.NamespacedName]lastReady{}
+		}
+		m.last[key] = lastReady{uid: obj.GetUID(), ready: *now}
+	}
+	return before
+}
+
+// forget drops what m remembers of the object key.
+func (m *readiness) forget(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.last, key)
 }

@@ -97,7 +97,7 @@ func (r *ReleaseGateReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	rg := &uprevv1.ReleaseGate{}
 	if err := r.Get(ctx, req.NamespacedName, rg); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetMetrics(rg, req.NamespacedName)
+			r.forgetObject(rg, req.NamespacedName)
 			r.announced.forgetGate(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -70,6 +70,7 @@ func (r *ReleaseSourceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	rs := &uprevv1.ReleaseSource{}
 	if err := r.Get(ctx, req.NamespacedName, rs); err != nil {
 		if client.IgnoreNotFound(err) == nil {
+			r.forgetObject(rs, req.NamespacedName)
 			r.Sources.Forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

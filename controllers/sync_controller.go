@@ -115,7 +115,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	s := &uprevv1.Sync{}
 	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetMetrics(s, req.NamespacedName)
+			r.forgetObject(s, req.NamespacedName)
 			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

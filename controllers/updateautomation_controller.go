@@ -170,7 +170,7 @@ func (r *UpdateAutomationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	auto := &uprevv1.UpdateAutomation{}
 	if err := r.Get(ctx, req.NamespacedName, auto); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetMetrics(auto, req.NamespacedName)
+			r.forgetObject(auto, req.NamespacedName)
 			r.forget(uprevv1.UpdateAutomationKind, req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
