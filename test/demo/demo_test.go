@@ -125,10 +125,7 @@ type demo struct {
 func startDemo(t *testing.T) *demo {
 	t.Helper()
 	uprev := manager.Build(t)
-	bin := filepath.Join(t.TempDir(), "uprev-demo")
-	if out, err := manager.BuildCommand(bin, "./hack/demo").CombinedOutput(); err != nil {
-		t.Fatalf("building hack/demo: %v\n%s", err, out)
-	}
+	bin := manager.Program(t, "./hack/demo", "uprev-demo")
 	d := &demo{uprev: uprev, bin: bin, stateDir: filepath.Join(t.TempDir(), "state"), out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, "up", "--state-dir", d.stateDir, "--uprev", uprev)
 	d.cmd.Dir = root

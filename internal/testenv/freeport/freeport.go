@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/uprev-dev/uprev/internal/testenv/filelock"
 )
 
 // lowestPort is the lowest port handed out: below it lie the well-known
@@ -64,7 +66,7 @@ func Reserve() (string, error) {
 		if _, mine := held[port]; mine {
 			continue
 		}
-		f, ok, err := lock(filepath.Join(dir, strconv.Itoa(port)))
+		f, ok, err := filelock.TryLock(filepath.Join(dir, strconv.Itoa(port)))
 		if err != nil {
 			return "", fmt.Errorf("reserving a port: %w", err)
 		}

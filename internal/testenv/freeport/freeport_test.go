@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/uprev-dev/uprev/internal/testenv/filelock"
 )
 
 // childLockEnv, when set, makes the test binary a second test process that
@@ -16,7 +18,7 @@ const childLockEnv = "UPREV_FREEPORT_CHILD_LOCK"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(childLockEnv); path != "" {
-		_, ok, err := lock(path)
+		_, ok, err := filelock.TryLock(path)
 		switch {
 		case err != nil:
 			fmt.Print("error: ", err)

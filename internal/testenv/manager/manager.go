@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -17,52 +16,81 @@ import (
 
 	"github.com/uprev-dev/uprev/controllers"
 	"github.com/uprev-dev/uprev/internal/testenv/cluster"
+	"github.com/uprev-dev/uprev/internal/testenv/filelock"
 	"github.com/uprev-dev/uprev/internal/testenv/reporoot"
 )
 
-var (
-	buildOnce sync.Once
-	built     string
-	buildErr  error
-	buildOut  []byte
-)
+// programs are the programs this test process built, by name.
+var programs struct {
+	sync.Mutex
+	built map[string]*program
+}
 
-// BuildCommand returns the `go build` of the repository's package pkg
+// program is one program built for the tests.
+type program struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// buildCommand returns the `go build` of the repository's package pkg
 // into out, built as `make build`, the image and the test programs of
 // bin/ are: static (CGO_ENABLED=0) and trimmed (-trimpath). Every binary
 // the tests build has these settings, so that from empty caches each
 // package compiles once for them all, not once per setting.
-func BuildCommand(out, pkg string) *exec.Cmd {
+func buildCommand(out, pkg string) *exec.Cmd {
 	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = reporoot.Dir()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	return cmd
 }
 
-// Build builds the uprev binary once per test process and returns its
-// path: bin/test/<package>/uprev in the repository, ignored by Git and
-// replaced by the package's next build, so that test runs leave no
-// binaries behind in the temporary directory.
+// Build builds the uprev binary (Program of the repository's root
+// package) and returns its path.
 func Build(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		wd, err := os.Getwd()
-		if err != nil {
-			buildErr = err
-			return
+	return Program(t, ".", "uprev")
+}
+
+// Program builds the repository's package pkg (buildCommand) into
+// bin/test/name, ignored by Git, once per test process, and returns its
+// path. The test packages that `go test` runs side by side share it: each
+// builds under an exclusive lock of bin/test/name.lock, so the first links
+// it and the others find it up to date (go build leaves alone a binary
+// whose build ID matches, in a second instead of a link's ten). A binary
+// another package is running is never written into: a new build replaces
+// the file, it does not rewrite it.
+func Program(t testing.TB, pkg, name string) string {
+	t.Helper()
+	programs.Lock()
+	p, ok := programs.built[name]
+	if !ok {
+		if programs.built == nil {
+			programs.built = map[string]*program{}
 		}
-		pkg, err := filepath.Rel(reporoot.Dir(), wd)
-		if err != nil {
-			buildErr = err
-			return
-		}
-		built = filepath.Join(reporoot.Dir(), "bin", "test", strings.ReplaceAll(pkg, string(filepath.Separator), "-"), "uprev")
-		buildOut, buildErr = BuildCommand(built, ".").CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("building uprev: %v\n%s", buildErr, buildOut)
+		p = &program{path: filepath.Join(reporoot.Dir(), "bin", "test", name)}
+		programs.built[name] = p
 	}
-	return built
+	programs.Unlock()
+	p.once.Do(func() { p.out, p.err = p.build(pkg) })
+	if p.err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, p.err, p.out)
+	}
+	return p.path
+}
+
+// build builds pkg into p.path under the lock of p.path.
+func (p *program) build(pkg string) ([]byte, error) {
+	if err := os.MkdirAll(filepath.Dir(p.path), 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := filelock.Lock(p.path + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("locking the build: %w", err)
+	}
+	defer func() { _ = lock.Close() }()
+	return buildCommand(p.path, pkg).CombinedOutput()
 }
 
 // Process is one running manager.
