@@ -54,6 +54,8 @@ type PullRequest struct {
 	Merged             bool
 	Labels             []string
 	RequestedReviewers []string
+	// CreatedAt is when it was opened (GitHub's created_at).
+	CreatedAt time.Time
 }
 
 // failure is an injected answer to the next call.
@@ -219,7 +221,7 @@ func (r *Repository) create(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	p := &PullRequest{Number: len(r.pulls) + 1, Title: in.Title, Body: in.Body, Head: in.Head, Base: in.Base, State: "open"}
+	p := &PullRequest{Number: len(r.pulls) + 1, Title: in.Title, Body: in.Body, Head: in.Head, Base: in.Base, State: "open", CreatedAt: time.Now()}
 	r.pulls = append(r.pulls, p)
 	writeJSON(w, http.StatusCreated, r.json(p))
 }
