@@ -101,10 +101,11 @@ test-programs:
 
 # LONGEST_FIRST are the test packages that take longest (the README's
 # figures), named first so that go test starts them first: it runs
-# packages in the order named, two at a time on two cores, and a long one
-# named last (./... names test/demo and test/install last) runs on alone
-# at the end. ./... then adds every other package once.
-LONGEST_FIRST := ./controllers ./test/demo ./test/install ./internal/cli ./hack/image ./test/tenancy ./internal/signature
+# packages in the order named, TEST_PARALLEL at a time, and a long one
+# named last (./... names the test/ packages last) runs on alone at the
+# end. ./... then adds every other package once.
+LONGEST_FIRST := ./controllers ./test/demo ./test/install ./internal/cli ./hack/image ./test/tenancy \
+	./internal/gitrepo ./test/fairness ./test/fluxcli ./test/e2e ./internal/signature ./test/restart
 
 # TEST_PARALLEL is how many test packages run at once: one more than the
 # cores, as the packages spend part of their time waiting on the control

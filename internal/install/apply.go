@@ -9,6 +9,7 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/object"
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -33,9 +34,14 @@ type Applier struct {
 // NewApplier returns an Applier of the cluster cfg reaches.
 func NewApplier(cfg *rest.Config) (*Applier, error) {
 	cfg = rest.CopyConfig(cfg)
-	// One install is some thirty requests and a few polls: more than
-	// client-go's default of 5 a second, as flux install allows.
-	cfg.QPS, cfg.Burst = 50, 300
+	// One install is some thirty requests and a poll every few seconds:
+	// nothing to pace on the client's side (the API server's priority and
+	// fairness guards it). A client-side rate limiter also refuses a
+	// request once the wait's deadline is past but before its context is
+	// done, so a wait whose last poll met its deadline failed with "rate:
+	// Wait(n=1) would exceed context deadline" instead of naming what was
+	// not ready.
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
 	c, err := client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
