@@ -11,6 +11,7 @@ import (
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -87,8 +88,20 @@ func TestSecretsStayOutOfLogsStatusAndEvents(t *testing.T) {
 			"%T fails on its wrong credentials", obj.object)
 	}
 
+	// The failures' events are sent on their own, after the status: they
+	// are read once each object has its Warning, so that what they say is
+	// checked too.
 	var events eventsv1.EventList
-	g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.List(ctx, &events, client.InNamespace(ns))).To(Succeed())
+		var warned []string
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning {
+				warned = append(warned, e.Regarding.Name)
+			}
+		}
+		g.Expect(warned).To(ContainElements(repo.Name, auto.Name, s.Name))
+	}).Should(Succeed())
 	status, err := json.Marshal([]any{repo.Status, auto.Status, s.Status, events.Items})
 	g.Expect(err).NotTo(HaveOccurred())
 	logs := mgr.Logs(t)
