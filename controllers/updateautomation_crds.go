@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	imagev1 "github.com/fluxcd/image-reflector-controller/api/v1"
 	"github.com/fluxcd/pkg/cache"
@@ -51,6 +52,10 @@ type readBundle struct {
 // crdBundleCache keeps, per spec.crds entry of each automation (its
 // slot), the last bundle read, within the bounds above.
 type crdBundleCache struct {
+	// mu serializes every use of lru: its ListKeys reads the map's size
+	// before taking its own lock (fluxcd/pkg/cache up to v0.19.0), a data
+	// race with a Set or Delete of an automation running beside.
+	mu  sync.Mutex
 	lru *cache.LRU[readBundle]
 }
 
@@ -65,6 +70,8 @@ func newCRDBundleCache() (*crdBundleCache, error) {
 
 // get returns the bundle of slot if it was read from the artifact key.
 func (c *crdBundleCache) get(slot, key string) (*crds.Bundle, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	cached, err := c.lru.Get(slot)
 	if err != nil || cached.key != key {
 		return nil, false
@@ -79,6 +86,8 @@ func (c *crdBundleCache) keep(slot, key string, b *crds.Bundle) {
 	for _, crd := range b.CRDs {
 		size += len(crd.Manifest)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if size > maxCachedCRDBundleBytes {
 		_ = c.lru.Delete(slot)
 		return
@@ -88,6 +97,8 @@ func (c *crdBundleCache) keep(slot, key string, b *crds.Bundle) {
 
 // forget drops the bundles of the slots that start with prefix.
 func (c *crdBundleCache) forget(prefix string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	slots, _ := c.lru.ListKeys()
 	for _, slot := range slots {
 		if strings.HasPrefix(slot, prefix) {

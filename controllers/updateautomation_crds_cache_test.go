@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -45,4 +46,30 @@ func TestCRDBundleCacheIsBounded(t *testing.T) {
 	c.forget("UpdateAutomation/ns/b crds[")
 	_, ok = c.get("UpdateAutomation/ns/b crds[0]", "img@sha256:1")
 	g.Expect(ok).To(BeFalse(), "forgotten")
+}
+
+// TestCRDBundleCacheIsSafeForConcurrentRuns: automations run side by
+// side, each keeping its bundles while another is deleted and forgotten;
+// the race detector finds no unguarded access (fluxcd/pkg/cache's
+// ListKeys reads the map's size before taking its lock).
+func TestCRDBundleCacheIsSafeForConcurrentRuns(t *testing.T) {
+	g := NewWithT(t)
+	c, err := newCRDBundleCache()
+	g.Expect(err).NotTo(HaveOccurred())
+	small := &crds.Bundle{CRDs: []crds.CRD{{Name: "agents.example.com", Manifest: []byte("kind: CustomResourceDefinition\n")}}}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				slot := fmt.Sprintf("UpdateAutomation/ns/a%d crds[%d]", w, i%4)
+				if w%2 == 0 {
+					c.keep(slot, "img@sha256:1", small)
+					c.get(slot, "img@sha256:1")
+				} else {
+					c.forget(fmt.Sprintf("UpdateAutomation/ns/a%d ", w-1))
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
