@@ -12,11 +12,11 @@ import (
 
 // TestWaitThatTimesOutNamesWhatIsNotReady installs on a real control
 // plane, where no kubelet makes the manager's Deployment available, and
-// waits for it a few times, each wait polling far more often than the
-// client's default pace allows: each must say it timed out and name the
-// Deployment, never fail on how its requests were paced (`uprev install` once said "client rate
-// limiter Wait returned an error: rate: Wait(n=1) would exceed context
-// deadline" when its last poll met its deadline).
+// waits for it again and again, each wait ending at one of its polls:
+// each must say it timed out and name the Deployment, never fail on how
+// its requests were paced (`uprev install` once said "client rate limiter
+// Wait returned an error: rate: Wait(n=1) would exceed context deadline"
+// when its last poll met its deadline).
 func TestWaitThatTimesOutNamesWhatIsNotReady(t *testing.T) {
 	g := NewWithT(t)
 	c, err := cluster.StartEmpty(cluster.AssetsDir())
