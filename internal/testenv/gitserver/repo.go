@@ -91,8 +91,10 @@ func (s *Server) Clone(t testing.TB, name string) string {
 // CommitFile commits path with content on branch of the repository name, as
 // another person pushing to it would, and returns the new commit's SHA. The
 // branch is created when it does not exist. It does not need a work tree, so
-// it can run concurrently with clients of the server; the branch is moved
-// only if it still points at the commit the new one was built on.
+// it can run concurrently with clients of the server. The branch moves only
+// from the commit the new one was built on; when a push lands between, the
+// commit is built again on the new tip, as a person does after a refused
+// push, so nothing anyone pushed is lost.
 func (s *Server) CommitFile(t testing.TB, name, branch, path, content, msg string) string {
 	t.Helper()
 	return s.commitEntry(t, name, branch, "100644", path, content, msg)
@@ -105,31 +107,43 @@ func (s *Server) CommitSymlink(t testing.TB, name, branch, path, target, msg str
 	return s.commitEntry(t, name, branch, "120000", path, target, msg)
 }
 
-// commitEntry commits a tree entry of mode at path holding content.
+// commitEntry commits a tree entry of mode at path holding content, on the
+// branch's tip at the moment the branch moves.
 func (s *Server) commitEntry(t testing.TB, name, branch, mode, path, content, msg string) string {
 	t.Helper()
 	bare := s.RepoDir(name)
 	ref := "refs/heads/" + branch
-	parent := s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref)
-	index := filepath.Join(t.TempDir(), "index")
-	env := []string{"GIT_INDEX_FILE=" + index}
+	blob := strings.TrimSpace(s.runInput(t, bare, nil, content, "hash-object", "-w", "--stdin"))
+	for {
+		parent := s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref)
+		sha := s.commitOn(t, bare, parent, mode+","+blob+","+path, msg)
+		// update-ref's old value "" means the branch must not exist yet.
+		_, err := s.runErr(bare, nil, "", "update-ref", ref, sha, parent)
+		if err == nil {
+			return sha
+		}
+		if now := s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref); now == parent {
+			t.Fatal(err)
+		}
+	}
+}
+
+// commitOn writes a commit of msg whose tree is parent's (none when parent
+// is "") with entry ("mode,blob,path") added or replaced, and returns its
+// SHA.
+func (s *Server) commitOn(t testing.TB, bare, parent, entry, msg string) string {
+	t.Helper()
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(t.TempDir(), "index")}
 	if parent != "" {
 		s.run(t, bare, env, "read-tree", parent)
 	}
-	blob := strings.TrimSpace(s.runInput(t, bare, nil, content, "hash-object", "-w", "--stdin"))
-	s.run(t, bare, env, "update-index", "--add", "--replace", "--cacheinfo", mode+","+blob+","+path)
+	s.run(t, bare, env, "update-index", "--add", "--replace", "--cacheinfo", entry)
 	tree := strings.TrimSpace(s.run(t, bare, env, "write-tree"))
 	args := []string{"commit-tree", tree, "-F", "-"}
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
-	sha := strings.TrimSpace(s.runInput(t, bare, nil, msg, args...))
-	if parent == "" {
-		s.run(t, bare, nil, "update-ref", ref, sha, "")
-	} else {
-		s.run(t, bare, nil, "update-ref", ref, sha, parent)
-	}
-	return sha
+	return strings.TrimSpace(s.runInput(t, bare, nil, msg, args...))
 }
 
 // Revert reverts commit sha on branch of the repository name with `git

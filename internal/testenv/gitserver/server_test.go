@@ -1,6 +1,7 @@
 package gitserver_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -133,6 +134,46 @@ func TestHelpers(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(content)).To(Equal("b: 1\n"))
 	g.Expect(strings.TrimSpace(srv.Git(t, "fleet", "symbolic-ref", "HEAD"))).To(Equal("refs/heads/main"))
+}
+
+// TestCommitFileKeepsEveryWritersCommit is two people committing to one
+// branch at once, as CommitFile stands for someone pushing beside the
+// manager (test/crash commits while a killed manager's push still lands):
+// the one who loses the race builds on the new tip, as after a refused
+// push, so every commit stays and history stays linear.
+func TestCommitFileKeepsEveryWritersCommit(t *testing.T) {
+	srv := gitserver.Start(t)
+	srv.InitRepo(t, "fleet", "main", map[string]string{"a.yaml": "a: 1\n"})
+	const perWriter = 30
+	var mu sync.Mutex
+	var shas []string
+	t.Run("writers", func(t *testing.T) {
+		for _, writer := range []string{"alice", "bob"} {
+			t.Run(writer, func(t *testing.T) {
+				t.Parallel()
+				for i := range perWriter {
+					path := fmt.Sprintf("%s/%d.txt", writer, i)
+					sha := srv.CommitFile(t, "fleet", "main", path, path, "Add "+path)
+					mu.Lock()
+					shas = append(shas, sha)
+					mu.Unlock()
+				}
+			})
+		}
+	})
+	g := NewWithT(t)
+	log := srv.Log(t, "fleet", "main")
+	g.Expect(log).To(HaveLen(2*perWriter + 1))
+	var inLog []string
+	for i, commit := range log[:len(log)-1] {
+		g.Expect(commit.Parents).To(Equal([]string{log[i+1].SHA}), "history stays linear")
+		inLog = append(inLog, commit.SHA)
+	}
+	g.Expect(inLog).To(ConsistOf(shas), "every writer's commit is on the branch")
+	for _, writer := range []string{"alice", "bob"} {
+		g.Expect(srv.ReadFile(t, "fleet", "main", writer+"/0.txt")).To(Equal(writer + "/0.txt"))
+		g.Expect(srv.ReadFile(t, "fleet", "main", fmt.Sprintf("%s/%d.txt", writer, perWriter-1))).To(Equal(fmt.Sprintf("%s/%d.txt", writer, perWriter-1)))
+	}
 }
 
 func TestHTTPS(t *testing.T) {
