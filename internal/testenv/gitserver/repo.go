@@ -147,15 +147,31 @@ func (s *Server) commitOn(t testing.TB, bare, parent, entry, msg string) string 
 }
 
 // Revert reverts commit sha on branch of the repository name with `git
-// revert`, pushes it, and returns the revert commit's SHA.
+// revert`, pushes it, and returns the revert commit's SHA. When a push
+// lands first, the revert is rebased onto it and pushed again, as a person
+// does after a refused push.
 func (s *Server) Revert(t testing.TB, name, branch, sha string) string {
 	t.Helper()
 	dir := t.TempDir()
 	s.run(t, "", nil, "clone", "--quiet", "--branch", branch, s.RepoDir(name), dir)
 	s.run(t, dir, nil, "revert", "--no-edit", sha)
-	s.run(t, dir, nil, "push", "--quiet", "origin", branch)
-	return strings.TrimSpace(s.run(t, dir, nil, "rev-parse", "HEAD"))
+	for attempt := 1; ; attempt++ {
+		_, err := s.runErr(dir, nil, "", "push", "--quiet", "origin", branch)
+		if err == nil {
+			return strings.TrimSpace(s.run(t, dir, nil, "rev-parse", "HEAD"))
+		}
+		// "[rejected]" is a push that lost the race, "[remote rejected]"
+		// one that met the other's ref lock.
+		if !strings.Contains(err.Error(), "rejected]") || attempt == maxPushAttempts {
+			t.Fatalf("after %d attempts: %v", attempt, err)
+		}
+		s.run(t, dir, nil, "pull", "--quiet", "--rebase", "origin", branch)
+	}
 }
+
+// maxPushAttempts bounds Revert's pushes, so a push that fails for good
+// fails the test with git's message rather than at the test's timeout.
+const maxPushAttempts = 20
 
 // Log returns the history of branch in the repository name, newest first.
 func (s *Server) Log(t testing.TB, name, branch string) []Commit {

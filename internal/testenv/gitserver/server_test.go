@@ -176,6 +176,44 @@ func TestCommitFileKeepsEveryWritersCommit(t *testing.T) {
 	}
 }
 
+// TestRevertKeepsCommitsThatLandFirst reverts while someone else commits
+// to the same branch: a refused push is rebased and pushed again, and
+// nobody's commit is lost.
+func TestRevertKeepsCommitsThatLandFirst(t *testing.T) {
+	srv := gitserver.Start(t)
+	srv.InitRepo(t, "fleet", "main", map[string]string{"a.yaml": "a: 1\n"})
+	target := srv.CommitFile(t, "fleet", "main", "carol.txt", "carol", "Add carol.txt")
+	const reverts, notes = 6, 40
+	var reverted, noted []string
+	t.Run("writers", func(t *testing.T) {
+		t.Run("carol", func(t *testing.T) {
+			t.Parallel()
+			for range reverts {
+				// Each revert undoes the one before, so carol.txt comes and goes.
+				target = srv.Revert(t, "fleet", "main", target)
+				reverted = append(reverted, target)
+			}
+		})
+		t.Run("bob", func(t *testing.T) {
+			t.Parallel()
+			for i := range notes {
+				noted = append(noted, srv.CommitFile(t, "fleet", "main", fmt.Sprintf("bob/%d.txt", i), "note", "Note"))
+			}
+		})
+	})
+	g := NewWithT(t)
+	log := srv.Log(t, "fleet", "main")
+	g.Expect(log).To(HaveLen(2 + reverts + notes))
+	var inLog []string
+	for i, commit := range log[:len(log)-1] {
+		g.Expect(commit.Parents).To(Equal([]string{log[i+1].SHA}), "history stays linear")
+		inLog = append(inLog, commit.SHA)
+	}
+	g.Expect(inLog).To(ContainElements(reverted), "every revert is on the branch")
+	g.Expect(inLog).To(ContainElements(noted), "every commit pushed beside the reverts stays")
+	g.Expect(srv.Git(t, "fleet", "ls-tree", "--name-only", "main")).To(ContainSubstring("carol.txt"), "an even number of reverts leaves carol.txt")
+}
+
 func TestHTTPS(t *testing.T) {
 	g := NewWithT(t)
 	srv := gitserver.Start(t, gitserver.WithTLS())
