@@ -113,18 +113,21 @@ func (s *Server) commitEntry(t testing.TB, name, branch, mode, path, content, ms
 	t.Helper()
 	bare := s.RepoDir(name)
 	ref := "refs/heads/" + branch
+	tip := func() string { return s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref) }
 	blob := strings.TrimSpace(s.runInput(t, bare, nil, content, "hash-object", "-w", "--stdin"))
+	parent := tip()
 	for {
-		parent := s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref)
 		sha := s.commitOn(t, bare, parent, mode+","+blob+","+path, msg)
 		// update-ref's old value "" means the branch must not exist yet.
 		_, err := s.runErr(bare, nil, "", "update-ref", ref, sha, parent)
 		if err == nil {
 			return sha
 		}
-		if now := s.Git(t, name, "for-each-ref", "--format=%(objectname)", ref); now == parent {
+		moved := tip()
+		if moved == parent {
 			t.Fatal(err)
 		}
+		parent = moved
 	}
 }
 

@@ -162,17 +162,13 @@ func TestCommitFileKeepsEveryWritersCommit(t *testing.T) {
 		}
 	})
 	g := NewWithT(t)
-	log := srv.Log(t, "fleet", "main")
-	g.Expect(log).To(HaveLen(2*perWriter + 1))
-	var inLog []string
-	for i, commit := range log[:len(log)-1] {
-		g.Expect(commit.Parents).To(Equal([]string{log[i+1].SHA}), "history stays linear")
-		inLog = append(inLog, commit.SHA)
-	}
+	inLog := linearHistory(t, srv)
+	g.Expect(inLog).To(HaveLen(2 * perWriter))
 	g.Expect(inLog).To(ConsistOf(shas), "every writer's commit is on the branch")
 	for _, writer := range []string{"alice", "bob"} {
-		g.Expect(srv.ReadFile(t, "fleet", "main", writer+"/0.txt")).To(Equal(writer + "/0.txt"))
-		g.Expect(srv.ReadFile(t, "fleet", "main", fmt.Sprintf("%s/%d.txt", writer, perWriter-1))).To(Equal(fmt.Sprintf("%s/%d.txt", writer, perWriter-1)))
+		for _, path := range []string{writer + "/0.txt", fmt.Sprintf("%s/%d.txt", writer, perWriter-1)} {
+			g.Expect(srv.ReadFile(t, "fleet", "main", path)).To(Equal(path))
+		}
 	}
 }
 
@@ -202,16 +198,30 @@ func TestRevertKeepsCommitsThatLandFirst(t *testing.T) {
 		})
 	})
 	g := NewWithT(t)
-	log := srv.Log(t, "fleet", "main")
-	g.Expect(log).To(HaveLen(2 + reverts + notes))
-	var inLog []string
-	for i, commit := range log[:len(log)-1] {
-		g.Expect(commit.Parents).To(Equal([]string{log[i+1].SHA}), "history stays linear")
-		inLog = append(inLog, commit.SHA)
-	}
+	inLog := linearHistory(t, srv)
+	g.Expect(inLog).To(HaveLen(1 + reverts + notes))
 	g.Expect(inLog).To(ContainElements(reverted), "every revert is on the branch")
 	g.Expect(inLog).To(ContainElements(noted), "every commit pushed beside the reverts stays")
 	g.Expect(srv.Git(t, "fleet", "ls-tree", "--name-only", "main")).To(ContainSubstring("carol.txt"), "an even number of reverts leaves carol.txt")
+}
+
+// linearHistory checks that each commit on main of the repository fleet
+// has one parent, the commit before it, and returns the SHAs of all but
+// the first, newest first.
+func linearHistory(t *testing.T, srv *gitserver.Server) []string {
+	t.Helper()
+	log := srv.Log(t, "fleet", "main")
+	var shas []string
+	for i, commit := range log[:len(log)-1] {
+		if len(commit.Parents) != 1 || commit.Parents[0] != log[i+1].SHA {
+			t.Fatalf("history is not linear: %s %q has parents %v, not %s", commit.SHA, commit.Subject, commit.Parents, log[i+1].SHA)
+		}
+		shas = append(shas, commit.SHA)
+	}
+	if first := log[len(log)-1]; len(first.Parents) != 0 {
+		t.Fatalf("the first commit %s has parents %v", first.SHA, first.Parents)
+	}
+	return shas
 }
 
 func TestHTTPS(t *testing.T) {
